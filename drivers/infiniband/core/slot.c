@@ -1,0 +1,1259 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ib_slot: pooled bundles of MRs, Send Queue credits and a completion
+ * callback, so that a ULP cannot overrun its Send Queue or lose a flush.
+ *
+ * Slots are PD-scoped and come from an sbitmap; credits are QP-scoped
+ * (struct ib_slot_qp).  A get reserves, all or nothing, a slot of the pool
+ * and the worst-case Send Queue entries of one slot lifetime on the QP, so
+ * a post through the slot always finds room.  Both come back at put, which
+ * the ULP may only call once every WR of the slot has completed.
+ *
+ * The fast path (get, post, completion, put) takes no lock and allocates
+ * nothing.  Waiters of back-pressure pools live on a FIFO under a spinlock
+ * that only the slow path takes.
+ */
+#include <linux/debugfs.h>
+#include <linux/module.h>
+#include <linux/sbitmap.h>
+#include <linux/slab.h>
+#include <linux/wait_bit.h>
+#include <rdma/ib_slot.h>
+
+#include "core_priv.h"
+
+/* slot->flags */
+enum {
+	IB_SLOT_F_IN_USE,
+	IB_SLOT_F_POSTED,
+};
+
+struct ib_slot_pool {
+	struct ib_device	*dev;
+	struct ib_pd		*pd;
+	struct ib_slot_profile	profile;
+	struct ib_slot_cost	cost;
+	enum ib_slot_policy	policy;
+	bool			indexed;
+	bool			dying;
+	u32			nr_slots;
+	u32			fair_share;
+	size_t			slot_size;
+	void (*done)(struct ib_slot *slot, const struct ib_wc *wc);
+
+	struct sbitmap		map;
+	void			*slots;
+	struct ib_slot_mr	*mrs;
+
+	/* Free slots: the admission counter of get and the drain of destroy. */
+	atomic_t		avail;
+	atomic_t		nr_waiters;
+	u32			high_water;
+
+	/* Slow path: waiters, attached QPs, counters. */
+	spinlock_t		lock;
+	struct list_head	waiters;
+	struct list_head	qps;
+	u32			scan_gen;
+	atomic64_t		exhausted;
+	atomic64_t		waits;
+	atomic64_t		resumed;
+	atomic64_t		misuse;
+	atomic64_t		remote_inv;
+	atomic64_t		local_inv;
+
+	int			id;
+	char			name[32];
+	struct dentry		*debugfs;
+};
+
+struct ib_slot_qp {
+	struct ib_slot_pool	*pool;
+	struct ib_qp		*qp;
+	struct list_head	entry;
+	atomic_t		sq_avail;
+	atomic_t		nr_held;
+	u32			sq_depth;
+	u32			fair_share;
+	u32			skip_gen;
+};
+
+static struct dentry *ib_slot_debugfs_root;
+static DEFINE_IDA(ib_slot_ida);
+
+#define ib_slot_misuse(pool, cond)					\
+	({								\
+		bool __bad = WARN_ON_ONCE(cond);			\
+									\
+		if (unlikely(__bad))					\
+			atomic64_inc(&(pool)->misuse);			\
+		unlikely(__bad);					\
+	})
+
+static inline struct ib_slot *ib_slot_at(struct ib_slot_pool *pool, u32 tag)
+{
+	return pool->slots + tag * pool->slot_size;
+}
+
+/* Take @n from @v if it holds at least @n; never leaves @v below zero. */
+static bool ib_slot_take(atomic_t *v, int n)
+{
+	int old = atomic_read(v);
+
+	do {
+		if (old < n)
+			return false;
+	} while (!atomic_try_cmpxchg_acquire(v, &old, old - n));
+	return true;
+}
+
+/* Add @n to @v if the sum stays at most @limit. */
+static bool ib_slot_add_below(atomic_t *v, int n, int limit)
+{
+	int old = atomic_read(v);
+
+	do {
+		if (old + n > limit)
+			return false;
+	} while (!atomic_try_cmpxchg_acquire(v, &old, old + n));
+	return true;
+}
+
+/**
+ * ib_slot_profile_cost - worst-case queue entries of one slot lifetime
+ * @dev: device the slots will be used on
+ * @profile: what one slot may do between get and put
+ * @cost: filled with the Send, Receive and Completion Queue entries
+ *
+ * Applies the cost rules of Documentation/infiniband/slot.rst: an rkey MR
+ * costs REG_MR and LOCAL_INV; an lkey MR LOCAL_INV, REG_MR and the RDMA WR
+ * it serves; direct RDMA one WR per @profile->max_send_sge SGEs; a send one
+ * WR.  A flush completes every outstanding WR, signaled or not, so the
+ * Completion Queue must hold one entry per Send and Receive entry.
+ *
+ * Context: Any context.
+ * Return: 0, or -EINVAL if @profile is not valid for @dev (the reason is
+ * logged).
+ */
+int ib_slot_profile_cost(struct ib_device *dev,
+			 const struct ib_slot_profile *profile,
+			 struct ib_slot_cost *cost)
+{
+	u32 nr_mrs = profile->nr_rkey_mrs + profile->nr_lkey_mrs;
+	u32 sge = max(profile->max_send_sge, 1U);
+	const char *why = NULL;
+
+	if (nr_mrs > IB_SLOT_MAX_MRS)
+		why = "too many MRs per slot";
+	else if (nr_mrs && !profile->max_pages_per_mr)
+		why = "MRs need max_pages_per_mr";
+	else if (nr_mrs && dev->attrs.max_fast_reg_page_list_len &&
+		 profile->max_pages_per_mr >
+		 dev->attrs.max_fast_reg_page_list_len)
+		why = "max_pages_per_mr above the device limit";
+	else if (profile->integrity &&
+		 !(dev->attrs.kernel_cap_flags & IBK_INTEGRITY_HANDOVER))
+		why = "device has no integrity offload";
+	else if (profile->integrity && profile->nr_lkey_mrs)
+		why = "integrity applies to rkey MRs only";
+	else if (profile->fence > IB_SLOT_FENCE_SYNC)
+		why = "unknown fence mode";
+	else if (dev->attrs.max_send_sge && sge > dev->attrs.max_send_sge)
+		why = "max_send_sge above the device limit";
+
+	cost->sqes = 2 * profile->nr_rkey_mrs + 3 * profile->nr_lkey_mrs +
+		     DIV_ROUND_UP(profile->max_rdma_sges, sge) +
+		     profile->nr_sends;
+	cost->rqes = profile->nr_recvs;
+	cost->cqes = cost->sqes + cost->rqes;
+	if (!why && !cost->sqes && !cost->rqes)
+		why = "profile posts nothing";
+	if (why) {
+		dev_warn_ratelimited(&dev->dev, "ib_slot: invalid profile: %s\n",
+				     why);
+		return -EINVAL;
+	}
+	return 0;
+}
+EXPORT_SYMBOL(ib_slot_profile_cost);
+
+static void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc);
+static void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc);
+static void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc);
+
+static void ib_slot_free_mrs(struct ib_slot_pool *pool)
+{
+	u32 i, nr = pool->nr_slots * (pool->profile.nr_rkey_mrs +
+				      pool->profile.nr_lkey_mrs);
+
+	for (i = 0; i < nr; i++)
+		if (pool->mrs[i].mr)
+			ib_dereg_mr(pool->mrs[i].mr);
+	kvfree(pool->mrs);
+}
+
+static int ib_slot_alloc_mrs(struct ib_slot_pool *pool)
+{
+	const struct ib_slot_profile *p = &pool->profile;
+	u32 per_slot = p->nr_rkey_mrs + p->nr_lkey_mrs;
+	u32 tag, i;
+
+	if (!per_slot)
+		return 0;
+	pool->mrs = kvcalloc(pool->nr_slots * per_slot, sizeof(*pool->mrs),
+			     GFP_KERNEL);
+	if (!pool->mrs)
+		return -ENOMEM;
+
+	for (tag = 0; tag < pool->nr_slots; tag++) {
+		struct ib_slot *slot = ib_slot_at(pool, tag);
+
+		slot->mrs = &pool->mrs[tag * per_slot];
+		slot->nr_mrs = per_slot;
+		for (i = 0; i < per_slot; i++) {
+			bool pi = p->integrity && i < p->nr_rkey_mrs;
+			struct ib_mr *mr;
+
+			if (pi)
+				mr = ib_alloc_mr_integrity(pool->pd,
+							   p->max_pages_per_mr,
+							   p->max_pages_per_mr);
+			else
+				mr = ib_alloc_mr(pool->pd, IB_MR_TYPE_MEM_REG,
+						 p->max_pages_per_mr);
+			if (IS_ERR(mr))
+				return PTR_ERR(mr);
+			slot->mrs[i].mr = mr;
+			slot->mrs[i].inv_wr.opcode = IB_WR_LOCAL_INV;
+			slot->mrs[i].reg_wr.wr.opcode = pi ?
+				IB_WR_REG_MR_INTEGRITY : IB_WR_REG_MR;
+			slot->mrs[i].reg_wr.mr = mr;
+		}
+	}
+	return 0;
+}
+
+static int ib_slot_pool_show(struct seq_file *s, void *unused)
+{
+	struct ib_slot_pool *pool = s->private;
+	struct ib_slot_pool_stats st;
+	struct ib_slot_qp *sqp;
+
+	ib_slot_pool_get_stats(pool, &st);
+	seq_printf(s, "policy: %s\nsize: %u\nin_use: %u\nhigh_water: %u\n",
+		   pool->policy == IB_SLOT_NO_EXHAUST ? "no-exhaust" :
+		   "backpressure", st.nr_slots, st.in_use, st.high_water);
+	seq_printf(s, "waiters: %u\nexhausted: %llu\nwaits: %llu\nresumed: %llu\n",
+		   st.nr_waiters, st.exhausted, st.waits, st.resumed);
+	seq_printf(s, "misuse: %llu\nremote_inv: %llu\nlocal_inv: %llu\n",
+		   st.misuse, st.remote_inv, st.local_inv);
+	seq_printf(s, "cost: sqes %u cqes %u rqes %u\n", pool->cost.sqes,
+		   pool->cost.cqes, pool->cost.rqes);
+	spin_lock_bh(&pool->lock);
+	list_for_each_entry(sqp, &pool->qps, entry)
+		seq_printf(s, "qp %u: slots %d credits_out %u/%u\n",
+			   sqp->qp->qp_num, atomic_read(&sqp->nr_held),
+			   sqp->sq_depth - atomic_read(&sqp->sq_avail),
+			   sqp->sq_depth);
+	spin_unlock_bh(&pool->lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ib_slot_pool);
+
+static void ib_slot_pool_free(struct ib_slot_pool *pool)
+{
+	debugfs_remove(pool->debugfs);
+	if (pool->id >= 0)
+		ida_free(&ib_slot_ida, pool->id);
+	if (pool->mrs)
+		ib_slot_free_mrs(pool);
+	sbitmap_free(&pool->map);
+	kvfree(pool->slots);
+	kfree(pool);
+}
+
+/**
+ * ib_slot_pool_create - create a pool of slots
+ * @attr: what the slots may do, how many and the exhaustion policy
+ *
+ * Allocates every slot and its MRs up front, so that nothing on the fast
+ * path allocates.  The pool is PD-scoped: QPs attach to it with
+ * ib_slot_qp_attach(), after sizing their queues with ib_slot_qp_caps().
+ *
+ * Context: Process context; may sleep.
+ * Return: the pool, or an ERR_PTR(): -EINVAL for invalid @attr (the reason
+ * is logged), -ENOMEM, or the error of MR allocation.
+ */
+struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
+{
+	struct ib_slot_pool *pool;
+	const char *why = NULL;
+	struct ib_slot_cost cost;
+	struct ib_device *dev;
+	u32 tag;
+	int ret;
+
+	might_sleep();
+	if (WARN_ON_ONCE(!attr->pd))
+		return ERR_PTR(-EINVAL);
+	dev = attr->pd->device;
+	ret = ib_slot_profile_cost(dev, &attr->profile, &cost);
+	if (ret)
+		return ERR_PTR(ret);
+	if (!attr->nr_slots || attr->nr_slots > SZ_1M)
+		why = "nr_slots out of range";
+	else if (!attr->done)
+		why = "no done callback";
+	else if (attr->indexed && attr->policy != IB_SLOT_NO_EXHAUST)
+		why = "only no-exhaust pools are indexed";
+	else if (attr->policy > IB_SLOT_BACKPRESSURE)
+		why = "unknown policy";
+	if (why) {
+		dev_warn(&dev->dev, "ib_slot: invalid pool: %s\n", why);
+		return ERR_PTR(-EINVAL);
+	}
+
+	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
+	if (!pool)
+		return ERR_PTR(-ENOMEM);
+	pool->dev = dev;
+	pool->pd = attr->pd;
+	pool->profile = attr->profile;
+	pool->cost = cost;
+	pool->policy = attr->policy;
+	pool->indexed = attr->indexed;
+	pool->nr_slots = attr->nr_slots;
+	pool->fair_share = attr->fair_share ?: attr->nr_slots;
+	pool->done = attr->done;
+	pool->slot_size = ALIGN(sizeof(struct ib_slot), SMP_CACHE_BYTES) +
+			  ALIGN(attr->priv_size, SMP_CACHE_BYTES);
+	atomic_set(&pool->avail, attr->nr_slots);
+	spin_lock_init(&pool->lock);
+	INIT_LIST_HEAD(&pool->waiters);
+	INIT_LIST_HEAD(&pool->qps);
+	pool->id = ida_alloc(&ib_slot_ida, GFP_KERNEL);
+	snprintf(pool->name, sizeof(pool->name), "%s-%d",
+		 attr->name ?: "pool", pool->id);
+
+	ret = sbitmap_init_node(&pool->map, attr->nr_slots, -1, GFP_KERNEL,
+				dev_to_node(&dev->dev), false, true);
+	if (ret)
+		goto out_free;
+	ret = -ENOMEM;
+	pool->slots = kvcalloc(attr->nr_slots, pool->slot_size, GFP_KERNEL);
+	if (!pool->slots)
+		goto out_free;
+	for (tag = 0; tag < pool->nr_slots; tag++) {
+		struct ib_slot *slot = ib_slot_at(pool, tag);
+
+		slot->pool = pool;
+		slot->tag = tag;
+		slot->cqe.done = ib_slot_wc_done;
+		slot->aux_cqe.done = ib_slot_wc_aux;
+		slot->inv_cqe.done = ib_slot_wc_inv;
+	}
+	ret = ib_slot_alloc_mrs(pool);
+	if (ret)
+		goto out_free;
+
+	pool->debugfs = debugfs_create_file(pool->name, 0400,
+					    ib_slot_debugfs_root, pool,
+					    &ib_slot_pool_fops);
+	return pool;
+
+out_free:
+	ib_slot_pool_free(pool);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL(ib_slot_pool_create);
+
+/**
+ * ib_slot_pool_destroy - destroy a pool once all its slots are back
+ * @pool: pool from ib_slot_pool_create(), or %NULL
+ *
+ * New gets fail from now on (with a warning: they are a ULP bug), queued
+ * waiters are resumed with -ESHUTDOWN, and the call waits until every slot
+ * was put.  QPs still attached are detached.  Call it after ib_drain_qp()
+ * on the QPs that used the pool, so that every post has completed.
+ *
+ * Context: Process context; sleeps until all slots are put.
+ */
+void ib_slot_pool_destroy(struct ib_slot_pool *pool)
+{
+	struct ib_slot_waiter *w, *tmp;
+	struct ib_slot_qp *sqp, *stmp;
+	LIST_HEAD(ready);
+
+	if (!pool)
+		return;
+	might_sleep();
+
+	spin_lock_bh(&pool->lock);
+	WRITE_ONCE(pool->dying, true);
+	list_splice_init(&pool->waiters, &ready);
+	atomic_set(&pool->nr_waiters, 0);
+	spin_unlock_bh(&pool->lock);
+	list_for_each_entry_safe(w, tmp, &ready, entry) {
+		list_del_init(&w->entry);
+		w->error = -ESHUTDOWN;
+		w->resume(w);
+	}
+
+	/* Pairs with the atomic_inc_return_release() in ib_slot_release(). */
+	wait_var_event(&pool->avail,
+		       atomic_read_acquire(&pool->avail) == pool->nr_slots);
+
+	/* Slots are all back, so no waiter or slot refers to them. */
+	list_for_each_entry_safe(sqp, stmp, &pool->qps, entry)
+		kfree(sqp);
+	ib_slot_pool_free(pool);
+}
+EXPORT_SYMBOL(ib_slot_pool_destroy);
+
+/**
+ * ib_slot_pool_get_stats - read a pool's counters
+ * @pool: the pool
+ * @stats: filled with a snapshot; fields may be mutually inconsistent
+ *	while the pool is in use
+ *
+ * Context: Any context.
+ */
+void ib_slot_pool_get_stats(struct ib_slot_pool *pool,
+			    struct ib_slot_pool_stats *stats)
+{
+	stats->nr_slots = pool->nr_slots;
+	stats->in_use = pool->nr_slots - atomic_read(&pool->avail);
+	stats->high_water = READ_ONCE(pool->high_water);
+	stats->nr_waiters = atomic_read(&pool->nr_waiters);
+	stats->exhausted = atomic64_read(&pool->exhausted);
+	stats->waits = atomic64_read(&pool->waits);
+	stats->resumed = atomic64_read(&pool->resumed);
+	stats->misuse = atomic64_read(&pool->misuse);
+	stats->remote_inv = atomic64_read(&pool->remote_inv);
+	stats->local_inv = atomic64_read(&pool->local_inv);
+}
+EXPORT_SYMBOL(ib_slot_pool_get_stats);
+
+/**
+ * ib_slot_qp_caps - size a QP and its CQ for slots of a pool
+ * @pool: the pool
+ * @nr_slots: slots this QP may hold at once
+ * @init_attr: its cap.max_send_wr, max_recv_wr and max_send_sge are set
+ * @nr_cqe: set to the Completion Queue entries the QP needs
+ *
+ * Adds one Send and one Receive entry, and their completions, for
+ * ib_drain_qp().  Call ib_slot_qp_attach() with the caps the device
+ * granted after creating the QP.
+ *
+ * Context: Any context.
+ * Return: 0, or -EINVAL if the device cannot hold @nr_slots slots.
+ */
+int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
+		    struct ib_qp_init_attr *init_attr, u32 *nr_cqe)
+{
+	struct ib_device_attr *da = &pool->dev->attrs;
+	u64 sq = (u64)nr_slots * pool->cost.sqes + 1;
+	u64 rq = (u64)nr_slots * pool->cost.rqes + 1;
+
+	if (!nr_slots || sq > da->max_qp_wr || rq > da->max_qp_wr ||
+	    sq + rq > da->max_cqe) {
+		dev_warn(&pool->dev->dev,
+			 "ib_slot: %s: %u slots need %llu SQEs, %llu RQEs (device max_qp_wr %d, max_cqe %d)\n",
+			 pool->name, nr_slots, sq, rq, da->max_qp_wr,
+			 da->max_cqe);
+		return -EINVAL;
+	}
+	init_attr->cap.max_send_wr = sq;
+	init_attr->cap.max_recv_wr = rq;
+	init_attr->cap.max_send_sge = max3(init_attr->cap.max_send_sge,
+					   pool->profile.max_send_sge, 1U);
+	*nr_cqe = sq + rq;
+	return 0;
+}
+EXPORT_SYMBOL(ib_slot_qp_caps);
+
+/**
+ * ib_slot_qp_attach - let a QP take slots of a pool
+ * @pool: the pool
+ * @qp: a QP on the pool's PD
+ * @granted: the caps the device granted when @qp was created
+ *
+ * One Send Queue entry stays reserved for ib_drain_sq().  A no-exhaust
+ * pool needs room for all its slots on the QP; a back-pressure pool needs
+ * room for one, and limits the QP's share of the pool to what fits.
+ *
+ * Context: Process context.
+ * Return: the QP's credit account, or ERR_PTR(-EINVAL) if @qp is on
+ * another PD or cannot hold the slots (the reason is logged), or
+ * ERR_PTR(-ENOMEM).
+ */
+struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
+				     struct ib_qp *qp,
+				     const struct ib_qp_cap *granted)
+{
+	u32 depth = granted->max_send_wr ? granted->max_send_wr - 1 : 0;
+	u32 fits = pool->cost.sqes ? depth / pool->cost.sqes : pool->nr_slots;
+	struct ib_slot_qp *sqp;
+
+	if (qp->pd != pool->pd || !fits ||
+	    (pool->policy == IB_SLOT_NO_EXHAUST && fits < pool->nr_slots)) {
+		dev_warn(&pool->dev->dev,
+			 "ib_slot: %s: QP %u %s (room for %u of %u slots)\n",
+			 pool->name, qp->qp_num, qp->pd != pool->pd ?
+			 "is on another PD" : "is too small", fits,
+			 pool->nr_slots);
+		return ERR_PTR(-EINVAL);
+	}
+	sqp = kzalloc(sizeof(*sqp), GFP_KERNEL);
+	if (!sqp)
+		return ERR_PTR(-ENOMEM);
+	sqp->pool = pool;
+	sqp->qp = qp;
+	sqp->sq_depth = depth;
+	sqp->fair_share = min(fits, pool->fair_share);
+	atomic_set(&sqp->sq_avail, depth);
+	spin_lock_bh(&pool->lock);
+	list_add_tail(&sqp->entry, &pool->qps);
+	spin_unlock_bh(&pool->lock);
+	return sqp;
+}
+EXPORT_SYMBOL(ib_slot_qp_attach);
+
+/**
+ * ib_slot_qp_detach - end a QP's use of a pool
+ * @sqp: from ib_slot_qp_attach(); %NULL is ignored
+ *
+ * Every slot taken for the QP must have been put; waiters for it must have
+ * been cancelled.
+ *
+ * Context: Process context.
+ */
+void ib_slot_qp_detach(struct ib_slot_qp *sqp)
+{
+	struct ib_slot_pool *pool;
+
+	if (!sqp)
+		return;
+	pool = sqp->pool;
+	if (ib_slot_misuse(pool, atomic_read(&sqp->nr_held)))
+		return;
+	spin_lock_bh(&pool->lock);
+	list_del(&sqp->entry);
+	spin_unlock_bh(&pool->lock);
+	kfree(sqp);
+}
+EXPORT_SYMBOL(ib_slot_qp_detach);
+
+/**
+ * ib_slot_qp_credits - Send Queue entries a QP has free for new slots
+ * @sqp: the QP's credit account
+ *
+ * Context: Any context.
+ * Return: the number of Send Queue entries not held by any slot.
+ */
+u32 ib_slot_qp_credits(const struct ib_slot_qp *sqp)
+{
+	return atomic_read(&sqp->sq_avail);
+}
+EXPORT_SYMBOL(ib_slot_qp_credits);
+
+static void ib_slot_bind(struct ib_slot_qp *sqp, struct ib_slot *slot)
+{
+	slot->sqp = sqp;
+	slot->sq_used = 0;
+	slot->status = IB_WC_SUCCESS;
+	slot->fence_status = IB_WC_SUCCESS;
+}
+
+static void ib_slot_note_use(struct ib_slot_pool *pool)
+{
+	u32 in_use = pool->nr_slots - atomic_read(&pool->avail);
+
+	if (in_use > READ_ONCE(pool->high_water))
+		WRITE_ONCE(pool->high_water, in_use);
+}
+
+/* Give back what ib_slot_try_get() took: fair share, credits, slots. */
+static void ib_slot_unreserve(struct ib_slot_qp *sqp, unsigned int nr,
+			      bool credits, bool slots)
+{
+	atomic_sub(nr, &sqp->nr_held);
+	if (credits)
+		atomic_add(nr * sqp->pool->cost.sqes, &sqp->sq_avail);
+	if (slots)
+		atomic_add(nr, &sqp->pool->avail);
+}
+
+/*
+ * Reserve @nr slots for @sqp, all or nothing.  Returns 0, -EBUSY when the
+ * QP is short of credits or over its fair share, or -ENOSPC when the pool
+ * is short of slots.  A failure leaves nothing taken, but may have hidden
+ * resources from a concurrent caller for a moment; the caller then kicks
+ * the waiters (ib_slot_kick()).
+ */
+static int ib_slot_try_get(struct ib_slot_qp *sqp, unsigned int nr,
+			   struct ib_slot **slots)
+{
+	struct ib_slot_pool *pool = sqp->pool;
+	unsigned int i;
+
+	if (!ib_slot_add_below(&sqp->nr_held, nr, sqp->fair_share))
+		return -EBUSY;
+	if (!ib_slot_take(&sqp->sq_avail, nr * pool->cost.sqes)) {
+		ib_slot_unreserve(sqp, nr, false, false);
+		return -EBUSY;
+	}
+	if (!ib_slot_take(&pool->avail, nr)) {
+		ib_slot_unreserve(sqp, nr, true, false);
+		return -ENOSPC;
+	}
+	for (i = 0; i < nr; i++) {
+		int tag;
+
+		/*
+		 * @avail admitted us, so a bit is free; sbitmap_get() can
+		 * still miss it while other getters race over the words.
+		 */
+		while ((tag = sbitmap_get(&pool->map)) < 0)
+			cpu_relax();
+		slots[i] = ib_slot_at(pool, tag);
+		set_bit(IB_SLOT_F_IN_USE, &slots[i]->flags);
+		ib_slot_bind(sqp, slots[i]);
+	}
+	ib_slot_note_use(pool);
+	return 0;
+}
+
+static void ib_slot_resume_all(struct ib_slot_pool *pool,
+			       struct list_head *ready)
+{
+	struct ib_slot_waiter *w, *tmp;
+
+	list_for_each_entry_safe(w, tmp, ready, entry) {
+		list_del_init(&w->entry);
+		atomic64_inc(&pool->resumed);
+		w->resume(w);
+	}
+}
+
+/*
+ * Grant slots and credits to every waiter that can have them, in FIFO
+ * order.  A waiter short of pool slots stops the scan, so a large request
+ * is never overtaken by small ones; a waiter short of its own QP's credits
+ * or fair share only holds back later waiters of that QP.
+ */
+static void ib_slot_scan_waiters(struct ib_slot_pool *pool,
+				 struct list_head *ready)
+{
+	struct ib_slot_waiter *w, *tmp;
+	int ret;
+
+	lockdep_assert_held(&pool->lock);
+	pool->scan_gen++;
+	list_for_each_entry_safe(w, tmp, &pool->waiters, entry) {
+		if (w->sqp->skip_gen == pool->scan_gen)
+			continue;
+		ret = ib_slot_try_get(w->sqp, w->nr, w->slots);
+		if (ret == -ENOSPC)
+			break;
+		if (ret) {
+			w->sqp->skip_gen = pool->scan_gen;
+			continue;
+		}
+		list_move_tail(&w->entry, ready);
+		atomic_dec(&pool->nr_waiters);
+	}
+}
+
+/* Resources came back: hand them to waiters, if there are any. */
+static void ib_slot_kick(struct ib_slot_pool *pool)
+{
+	LIST_HEAD(ready);
+
+	/*
+	 * Pairs with the smp_mb() in ib_slot_get_or_wait(): either it sees
+	 * the resources we returned, or we see its waiter.
+	 */
+	smp_mb__after_atomic();
+	if (likely(!atomic_read(&pool->nr_waiters)))
+		return;
+	spin_lock_bh(&pool->lock);
+	ib_slot_scan_waiters(pool, &ready);
+	spin_unlock_bh(&pool->lock);
+	ib_slot_resume_all(pool, &ready);
+}
+
+static int ib_slot_get_fast(struct ib_slot_qp *sqp, unsigned int nr,
+			    struct ib_slot **slots)
+{
+	struct ib_slot_pool *pool = sqp->pool;
+	int ret;
+
+	if (ib_slot_misuse(pool, READ_ONCE(pool->dying)))
+		return -ESHUTDOWN;
+	if (!nr || nr > sqp->fair_share)
+		return -EINVAL;
+	/* Queued waiters go first: no barging, no starvation. */
+	if (atomic_read(&pool->nr_waiters))
+		ret = -ENOSPC;
+	else
+		ret = ib_slot_try_get(sqp, nr, slots);
+	if (ret) {
+		atomic64_inc(&pool->exhausted);
+		ib_slot_kick(pool);
+	}
+	return ret;
+}
+
+/**
+ * ib_slot_get - take a slot and its credits without waiting
+ * @sqp: the QP the slot will post on
+ *
+ * Reserves a slot of the pool and the worst-case Send Queue entries of its
+ * lifetime on the QP, so that ib_slot_post() always finds room.  In a
+ * no-exhaust pool failure is a bug of the caller, who took more than the
+ * depth it sized the pool for: it warns.  In a back-pressure pool the
+ * caller queues a waiter (ib_slot_get_or_wait()) and stops processing.
+ *
+ * Context: Any context.  Does not sleep.
+ * Return: a slot, or %NULL if none (or no credit) is available.
+ */
+struct ib_slot *ib_slot_get(struct ib_slot_qp *sqp)
+{
+	struct ib_slot *slot;
+
+	if (ib_slot_get_fast(sqp, 1, &slot)) {
+		ib_slot_misuse(sqp->pool,
+			       sqp->pool->policy == IB_SLOT_NO_EXHAUST);
+		return NULL;
+	}
+	return slot;
+}
+EXPORT_SYMBOL(ib_slot_get);
+
+/**
+ * ib_slot_get_bulk - take several slots, all or nothing
+ * @sqp: the QP the slots will post on
+ * @nr: number of slots, at most the QP's fair share
+ * @slots: filled with @nr slots on success
+ *
+ * For a request that needs several rkeys.  Never leaves a partial
+ * allocation behind.
+ *
+ * Context: Any context.  Does not sleep.
+ * Return: 0, or -EAGAIN if @nr slots (or their credits) are not available
+ * now, -EINVAL if they never can be.
+ */
+int ib_slot_get_bulk(struct ib_slot_qp *sqp, unsigned int nr,
+		     struct ib_slot **slots)
+{
+	int ret = ib_slot_get_fast(sqp, nr, slots);
+
+	if (ret == -EINVAL || ret == -ESHUTDOWN)
+		return ret;
+	return ret ? -EAGAIN : 0;
+}
+EXPORT_SYMBOL(ib_slot_get_bulk);
+
+/**
+ * ib_slot_from_tag - take the slot of an indexed pool that a tag names
+ * @sqp: the QP the slot will post on
+ * @tag: the ULP's own tag (blk-mq tag, RPC slot), below the pool size
+ *
+ * There is no allocator: the ULP's tag space already guarantees that a tag
+ * is used once at a time.
+ *
+ * Context: Any context.  Does not sleep.
+ * Return: the slot, or %NULL (with a warning) if @tag is out of range or
+ * its slot is still in use.
+ */
+struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag)
+{
+	struct ib_slot_pool *pool = sqp->pool;
+	struct ib_slot *slot;
+
+	if (ib_slot_misuse(pool, !pool->indexed || tag >= pool->nr_slots ||
+			   READ_ONCE(pool->dying)))
+		return NULL;
+	slot = ib_slot_at(pool, tag);
+	if (ib_slot_misuse(pool, test_and_set_bit(IB_SLOT_F_IN_USE,
+						  &slot->flags)))
+		return NULL;
+	atomic_dec(&pool->avail);
+	atomic_inc(&sqp->nr_held);
+	atomic_sub(pool->cost.sqes, &sqp->sq_avail);
+	ib_slot_bind(sqp, slot);
+	ib_slot_note_use(pool);
+	return slot;
+}
+EXPORT_SYMBOL(ib_slot_from_tag);
+
+/**
+ * ib_slot_get_or_wait - take slots, or queue a waiter for them
+ * @w: the waiter: @w->sqp, @w->nr, @w->slots and @w->resume set by the
+ *	caller
+ *
+ * Either fills @w->slots now, or queues @w at the tail of the pool's FIFO;
+ * @w->resume then runs once the slots are granted, from the put that freed
+ * them.  No wakeup is lost: resources returned while @w is being queued are
+ * seen by the queueing or by the put.
+ *
+ * Context: Any context.  Does not sleep.
+ * Return: 0 if @w->slots were filled now, -EAGAIN if @w was queued, -EINVAL
+ * if @w->nr slots can never be granted to the QP, -ESHUTDOWN if the pool
+ * is being destroyed.
+ */
+int ib_slot_get_or_wait(struct ib_slot_waiter *w)
+{
+	struct ib_slot_pool *pool = w->sqp->pool;
+	struct ib_slot_waiter *pos;
+	LIST_HEAD(ready);
+	int ret;
+
+	ret = ib_slot_get_fast(w->sqp, w->nr, w->slots);
+	if (ret == -EINVAL || ret == -ESHUTDOWN || !ret)
+		return ret;
+
+	w->error = 0;
+	spin_lock_bh(&pool->lock);
+	list_add_tail(&w->entry, &pool->waiters);
+	atomic_inc(&pool->nr_waiters);
+	/* Pairs with smp_mb__after_atomic() in ib_slot_kick(). */
+	smp_mb();
+	ib_slot_scan_waiters(pool, &ready);
+	spin_unlock_bh(&pool->lock);
+
+	ret = -EAGAIN;
+	list_for_each_entry(pos, &ready, entry) {
+		if (pos == w) {
+			/* Granted at once: no resume, the caller has them. */
+			list_del_init(&w->entry);
+			ret = 0;
+			break;
+		}
+	}
+	if (ret)
+		atomic64_inc(&pool->waits);
+	ib_slot_resume_all(pool, &ready);
+	return ret;
+}
+EXPORT_SYMBOL(ib_slot_get_or_wait);
+
+/**
+ * ib_slot_cancel_wait - take a queued waiter off its pool
+ * @w: a waiter queued by ib_slot_get_or_wait()
+ *
+ * Context: Any context.  Does not sleep.
+ * Return: %true if @w was still queued and will not be resumed; %false if
+ * it was already granted, so its resume has run or is about to run and
+ * owns @w->slots.
+ */
+bool ib_slot_cancel_wait(struct ib_slot_waiter *w)
+{
+	struct ib_slot_pool *pool = w->sqp->pool;
+	struct ib_slot_waiter *pos;
+	bool queued = false;
+	LIST_HEAD(ready);
+
+	spin_lock_bh(&pool->lock);
+	list_for_each_entry(pos, &pool->waiters, entry) {
+		if (pos == w) {
+			queued = true;
+			break;
+		}
+	}
+	if (queued) {
+		list_del_init(&w->entry);
+		atomic_dec(&pool->nr_waiters);
+		/* @w may have held back smaller requests behind it. */
+		ib_slot_scan_waiters(pool, &ready);
+	}
+	spin_unlock_bh(&pool->lock);
+	ib_slot_resume_all(pool, &ready);
+	return queued;
+}
+EXPORT_SYMBOL(ib_slot_cancel_wait);
+
+struct ib_slot_sleeper {
+	struct ib_slot_waiter	w;
+	struct completion	done;
+};
+
+static void ib_slot_wake_sleeper(struct ib_slot_waiter *w)
+{
+	complete(&container_of(w, struct ib_slot_sleeper, w)->done);
+}
+
+/**
+ * ib_slot_get_wait - take slots, sleeping until they are available
+ * @sqp: the QP the slots will post on
+ * @nr: number of slots, all or nothing
+ * @slots: filled with @nr slots on success
+ *
+ * Context: Process context; sleeps until the slots are granted, the task
+ * is killed, or the pool is destroyed.
+ * Return: 0, -EINTR if killed, -ESHUTDOWN if the pool is being destroyed,
+ * -EINVAL if @nr slots can never be granted to the QP.
+ */
+int ib_slot_get_wait(struct ib_slot_qp *sqp, unsigned int nr,
+		     struct ib_slot **slots)
+{
+	struct ib_slot_sleeper s = {
+		.w = { .sqp = sqp, .nr = nr, .slots = slots,
+		       .resume = ib_slot_wake_sleeper },
+	};
+	unsigned int i;
+	int ret;
+
+	might_sleep();
+	init_completion(&s.done);
+	INIT_LIST_HEAD(&s.w.entry);
+	ret = ib_slot_get_or_wait(&s.w);
+	if (ret != -EAGAIN)
+		return ret;
+	if (!wait_for_completion_killable(&s.done))
+		return s.w.error;
+	if (ib_slot_cancel_wait(&s.w))
+		return -EINTR;
+	/* Granted while we were killed: wait for the grant, give it back. */
+	wait_for_completion(&s.done);
+	if (s.w.error)
+		return s.w.error;
+	for (i = 0; i < nr; i++)
+		ib_slot_put(slots[i]);
+	return -EINTR;
+}
+EXPORT_SYMBOL(ib_slot_get_wait);
+
+/**
+ * ib_slot_put - return a slot and its credits
+ * @slot: a slot whose posts have all completed
+ *
+ * Wakes waiters of the pool if the slot (and its QP's credits) let them
+ * go.  Putting a slot with a post or fence outstanding, or twice, is a bug:
+ * it warns and leaves the slot alone.
+ *
+ * Context: Process or softirq context (any context an &struct ib_cq
+ * completion runs in).  Does not sleep.
+ */
+void ib_slot_put(struct ib_slot *slot)
+{
+	struct ib_slot_pool *pool = slot->pool;
+	struct ib_slot_qp *sqp = slot->sqp;
+	int avail;
+
+	if (ib_slot_misuse(pool, atomic_read(&slot->busy)))
+		return;
+	if (ib_slot_misuse(pool, !test_and_clear_bit(IB_SLOT_F_IN_USE,
+						     &slot->flags)))
+		return;
+	slot->sqp = NULL;
+	atomic_add(pool->cost.sqes, &sqp->sq_avail);
+	atomic_dec(&sqp->nr_held);
+	if (!pool->indexed)
+		sbitmap_put(&pool->map, slot->tag);
+	/* Pairs with the atomic_read_acquire() in ib_slot_pool_destroy(). */
+	avail = atomic_inc_return_release(&pool->avail);
+	if (unlikely(READ_ONCE(pool->dying))) {
+		if (avail == pool->nr_slots)
+			wake_up_var(&pool->avail);
+		return;
+	}
+	ib_slot_kick(pool);
+}
+EXPORT_SYMBOL(ib_slot_put);
+
+/**
+ * ib_slot_map_mr - map a scatterlist onto one of a slot's MRs
+ * @slot: the slot
+ * @idx: which MR (rkey-side MRs come first)
+ * @sg: DMA-mapped scatterlist
+ * @sg_nents: entries in @sg
+ * @sg_offset: byte offset into @sg, updated as ib_map_mr_sg() does
+ * @access: IB_ACCESS_* flags of the registration
+ *
+ * Prepares the REG_MR WR that the next ib_slot_post() puts in front of the
+ * caller's WRs, preceded by a LOCAL_INV if the MR is still valid.  The
+ * rkey changes with every registration, so a stale rkey held by the peer
+ * cannot reach the new buffer.
+ *
+ * Context: Any context.
+ * Return: the number of @sg entries mapped, or -EINVAL for a bad @idx or a
+ * slot not in use, or the error of ib_map_mr_sg().
+ */
+int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
+		   struct scatterlist *sg, int sg_nents,
+		   unsigned int *sg_offset, int access)
+{
+	struct ib_slot_mr *smr;
+	int n;
+
+	if (ib_slot_misuse(slot->pool, idx >= slot->nr_mrs ||
+			   !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
+		return -EINVAL;
+	smr = &slot->mrs[idx];
+	n = ib_map_mr_sg(smr->mr, sg, sg_nents, sg_offset, PAGE_SIZE);
+	if (n <= 0)
+		return n < 0 ? n : -EINVAL;
+	smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;
+	ib_update_fast_reg_key(smr->mr, ib_inc_rkey(smr->mr->rkey));
+	smr->reg_wr.key = smr->mr->rkey;
+	smr->reg_wr.access = access;
+	smr->mapped = true;
+	return n;
+}
+EXPORT_SYMBOL(ib_slot_map_mr);
+
+static void ib_slot_chain(struct ib_send_wr ***tail, struct ib_send_wr *wr,
+			  u32 *n)
+{
+	**tail = wr;
+	*tail = &wr->next;
+	(*n)++;
+}
+
+/**
+ * ib_slot_post - post a chain of WRs through a slot
+ * @slot: the slot, with no post outstanding
+ * @wr: the caller's chain (RDMA READ/WRITE, SEND, ...), or %NULL
+ *
+ * Posts, with one doorbell, [LOCAL_INV][REG_MR] for every MR mapped since
+ * the last post, then @wr.  Every WR carries a completion entry of the
+ * slot; only the last one is signaled, and the pool's done callback runs
+ * once when it completes or is flushed.  The chain is charged against the
+ * slot's credits, reserved at get, so the provider never lacks room.
+ *
+ * Context: Any context.
+ * Return: 0, -EBUSY if a post is outstanding, -ENOSPC if the chain exceeds
+ * the slot's profile, -EINVAL if the slot is not in use, or the provider's
+ * error if it rejected the whole chain.
+ */
+int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
+{
+	struct ib_slot_pool *pool = slot->pool;
+	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL;
+	const struct ib_send_wr *bad;
+	u32 i, n = 0, inv = 0;
+	int ret;
+
+	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
+		return -EINVAL;
+	if (ib_slot_misuse(pool, test_bit(IB_SLOT_F_POSTED, &slot->flags)))
+		return -EBUSY;
+
+	for (i = 0; i < slot->nr_mrs; i++) {
+		struct ib_slot_mr *smr = &slot->mrs[i];
+
+		if (!smr->mapped)
+			continue;
+		if (smr->mr->need_inval) {
+			ib_slot_chain(&tail, &smr->inv_wr, &n);
+			inv++;
+		}
+		ib_slot_chain(&tail, &smr->reg_wr.wr, &n);
+	}
+	*tail = wr;
+	for (; wr; wr = wr->next)
+		n++;
+	if (!n)
+		return -EINVAL;
+	if (ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes))
+		return -ENOSPC;
+
+	for (wr = first; wr; wr = wr->next) {
+		wr->wr_cqe = &slot->aux_cqe;
+		wr->send_flags &= ~IB_SEND_SIGNALED;
+		last = wr;
+	}
+	last->wr_cqe = &slot->cqe;
+	last->send_flags |= IB_SEND_SIGNALED;
+
+	/*
+	 * A registered MR is valid until invalidated; set before the post,
+	 * as its completion may mark it unknown (ib_slot_wc_error()) before
+	 * ib_post_send() returns.
+	 */
+	for (i = 0; i < slot->nr_mrs; i++)
+		if (slot->mrs[i].mapped)
+			slot->mrs[i].mr->need_inval = true;
+	slot->status = IB_WC_SUCCESS;
+	atomic_inc(&slot->busy);
+	set_bit(IB_SLOT_F_POSTED, &slot->flags);
+	ret = ib_post_send(slot->sqp->qp, first, &bad);
+	if (ret && bad != first) {
+		/*
+		 * Part of the chain is on the wire but not its signaled tail:
+		 * no completion will ever retire it.  Credits make this
+		 * impossible unless the provider misreports its room.
+		 */
+		WARN_ONCE(1, "ib_slot: %s: provider rejected a granted post\n",
+			  pool->name);
+	} else if (ret) {
+		clear_bit(IB_SLOT_F_POSTED, &slot->flags);
+		atomic_dec(&slot->busy);
+		return ret;
+	}
+	slot->sq_used += n;
+	for (i = 0; i < slot->nr_mrs; i++)
+		slot->mrs[i].mapped = false;
+	if (inv)
+		atomic64_add(inv, &pool->local_inv);
+	return ret;
+}
+EXPORT_SYMBOL(ib_slot_post);
+
+/* A post or fence of @slot retired; the last one runs a pending fence. */
+static void ib_slot_unbusy(struct ib_slot *slot)
+{
+	void (*fenced)(struct ib_slot *slot);
+
+	if (!atomic_dec_and_test(&slot->busy))
+		return;
+	fenced = xchg(&slot->fenced, NULL);
+	if (fenced)
+		fenced(slot);
+}
+
+static void ib_slot_wc_error(struct ib_slot *slot, enum ib_wc_status *status,
+			     const struct ib_wc *wc)
+{
+	unsigned int i;
+
+	if (likely(wc->status == IB_WC_SUCCESS))
+		return;
+	if (*status == IB_WC_SUCCESS)
+		*status = wc->status;
+	/* A flushed LOCAL_INV or REG_MR leaves the MR in an unknown state. */
+	for (i = 0; i < slot->nr_mrs; i++)
+		slot->mrs[i].mr->need_inval = true;
+}
+
+static void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot,
+					    aux_cqe);
+
+	ib_slot_wc_error(slot, &slot->status, wc);
+}
+
+static void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot, cqe);
+	struct ib_wc first;
+
+	ib_slot_wc_error(slot, &slot->status, wc);
+	if (unlikely(slot->status != wc->status)) {
+		/* Report the error that started a flush, not the flush. */
+		first = *wc;
+		first.status = slot->status;
+		wc = &first;
+	}
+	clear_bit(IB_SLOT_F_POSTED, &slot->flags);
+	slot->pool->done(slot, wc);
+	ib_slot_unbusy(slot);
+}
+
+static void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot,
+					    inv_cqe);
+
+	ib_slot_wc_error(slot, &slot->fence_status, wc);
+	ib_slot_unbusy(slot);
+}
+
+static struct ib_mr *ib_slot_inv_mr(struct ib_slot *slot,
+				    struct ib_send_wr *inv_wr)
+{
+	return container_of(inv_wr, struct ib_slot_mr, inv_wr)->mr;
+}
+
+/**
+ * ib_slot_fence - make sure the peer can no longer reach a slot's memory
+ * @slot: a slot of a pool whose profile fences synchronously
+ * @wc: the Receive completion of the peer's reply, or %NULL
+ * @fenced: called once every rkey MR of @slot is invalid and every post of
+ *	@slot has completed
+ *
+ * If the peer invalidated an rkey itself (%IB_WC_WITH_INVALIDATE in @wc),
+ * that MR needs no LOCAL_INV.  The others are invalidated by a chain of
+ * LOCAL_INV WRs posted from the slot's credits.  @fenced may run before
+ * this returns.  The caller puts the slot from @fenced, not before.
+ *
+ * Context: Any context.
+ * Return: 0, -EINVAL if @slot is not in use, or the provider's error (then
+ * @fenced is not called).
+ */
+int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
+		  void (*fenced)(struct ib_slot *slot))
+{
+	struct ib_slot_pool *pool = slot->pool;
+	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL, *wr;
+	const struct ib_send_wr *bad;
+	u32 i, n = 0;
+	int ret = 0;
+
+	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
+		return -EINVAL;
+
+	for (i = 0; i < pool->profile.nr_rkey_mrs; i++) {
+		struct ib_slot_mr *smr = &slot->mrs[i];
+
+		if (!smr->mr->need_inval)
+			continue;
+		if (wc && (wc->wc_flags & IB_WC_WITH_INVALIDATE) &&
+		    wc->ex.invalidate_rkey == smr->mr->rkey) {
+			smr->mr->need_inval = false;
+			atomic64_inc(&pool->remote_inv);
+			continue;
+		}
+		smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;
+		smr->inv_wr.wr_cqe = &slot->inv_cqe;
+		smr->inv_wr.send_flags = 0;
+		ib_slot_chain(&tail, &smr->inv_wr, &n);
+		last = &smr->inv_wr;
+	}
+	*tail = NULL;
+
+	/* Our own hold first, so that no completion runs @fenced early. */
+	atomic_inc(&slot->busy);
+	WRITE_ONCE(slot->fenced, fenced);
+	if (n) {
+		if (ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes)) {
+			ret = -ENOSPC;
+			goto out;
+		}
+		last->send_flags = IB_SEND_SIGNALED;
+		slot->fence_status = IB_WC_SUCCESS;
+		/* Before the post: its completion may report them unknown. */
+		for (wr = first; wr; wr = wr->next)
+			ib_slot_inv_mr(slot, wr)->need_inval = false;
+		atomic_inc(&slot->busy);
+		ret = ib_post_send(slot->sqp->qp, first, &bad);
+		if (ret) {
+			for (wr = first; wr; wr = wr->next)
+				ib_slot_inv_mr(slot, wr)->need_inval = true;
+			atomic_dec(&slot->busy);
+			goto out;
+		}
+		slot->sq_used += n;
+		atomic64_add(n, &pool->local_inv);
+	}
+	ib_slot_unbusy(slot);
+	return 0;
+out:
+	WRITE_ONCE(slot->fenced, NULL);
+	atomic_dec(&slot->busy);
+	return ret;
+}
+EXPORT_SYMBOL(ib_slot_fence);
+
+void __init ib_slot_init(void)
+{
+	ib_slot_debugfs_root = debugfs_create_dir("ib_slot", NULL);
+}
+
+void ib_slot_cleanup(void)
+{
+	debugfs_remove_recursive(ib_slot_debugfs_root);
+}

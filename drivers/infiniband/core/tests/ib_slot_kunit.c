@@ -1,0 +1,1763 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit tests for ib_slot, run against a fake ib_device that is never
+ * registered.  Its Send Queue holds exactly the entries it granted, frees
+ * unsignaled entries only when a later signaled one completes, and
+ * completes (or flushes) WRs only when a test says so.  Every overflow of
+ * the Send or Completion Queue is counted, and tests assert there is none.
+ */
+#include <kunit/test.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/prandom.h>
+#include <linux/scatterlist.h>
+#include <rdma/ib_slot.h>
+
+#define FAKE_MAX_WCS	4096
+
+struct fake_wqe {
+	struct ib_cqe		*cqe;
+	enum ib_wr_opcode	opcode;
+	bool			signaled;
+	u32			inv_rkey;
+};
+
+struct fake_qp {
+	struct ib_qp		ibqp;
+	struct fake_wqe		*ring;
+	u32			cap;
+	u32			used;	/* entries not yet freed */
+	u32			head;	/* next WQE to complete */
+	u32			freed;	/* next WQE not freed */
+	u32			tail;	/* next free index */
+	bool			error;
+};
+
+struct fake_ibdev {
+	struct ib_device	ibdev;
+	struct ib_wc		wcs[FAKE_MAX_WCS];
+	u32			wc_head;
+	u32			wc_tail;
+	u32			cq_depth;
+	unsigned int		nr_mrs;
+	unsigned int		next_key;
+	unsigned int		sq_overflow;
+	unsigned int		cq_overflow;
+	unsigned int		posted;
+	unsigned int		posted_inv;
+	u32			sq_grant_cut;	/* granted = requested - cut */
+};
+
+struct fake_pd {
+	struct ib_pd		ibpd;
+};
+
+struct fake_cq {
+	struct ib_cq		ibcq;
+};
+
+static struct fake_ibdev *to_fdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct fake_ibdev, ibdev);
+}
+
+static struct fake_qp *to_fqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct fake_qp, ibqp);
+}
+
+static int fake_alloc_pd(struct ib_pd *pd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int fake_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int fake_create_cq(struct ib_cq *cq, const struct ib_cq_init_attr *attr,
+			  struct uverbs_attr_bundle *attrs)
+{
+	cq->cqe = attr->cqe;
+	to_fdev(cq->device)->cq_depth = attr->cqe;
+	return 0;
+}
+
+static int fake_destroy_cq(struct ib_cq *cq, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int fake_poll_cq(struct ib_cq *cq, int num_entries, struct ib_wc *wc)
+{
+	struct fake_ibdev *fdev = to_fdev(cq->device);
+	int n = 0;
+
+	while (n < num_entries && fdev->wc_head != fdev->wc_tail)
+		wc[n++] = fdev->wcs[fdev->wc_head++ % FAKE_MAX_WCS];
+	return n;
+}
+
+static int fake_req_notify_cq(struct ib_cq *cq, enum ib_cq_notify_flags flags)
+{
+	return 0;
+}
+
+static int fake_create_qp(struct ib_qp *qp, struct ib_qp_init_attr *attr,
+			  struct ib_udata *udata)
+{
+	struct fake_ibdev *fdev = to_fdev(qp->device);
+	struct fake_qp *fqp = to_fqp(qp);
+
+	attr->cap.max_send_wr -= min(fdev->sq_grant_cut,
+				     attr->cap.max_send_wr);
+	fqp->cap = attr->cap.max_send_wr;
+	fqp->ring = kcalloc(max(fqp->cap, 1U), sizeof(*fqp->ring), GFP_KERNEL);
+	if (!fqp->ring)
+		return -ENOMEM;
+	qp->qp_num = ++fdev->next_key;
+	return 0;
+}
+
+static int fake_destroy_qp(struct ib_qp *qp, struct ib_udata *udata)
+{
+	kfree(to_fqp(qp)->ring);
+	return 0;
+}
+
+static struct ib_mr *fake_alloc_mr(struct ib_pd *pd, enum ib_mr_type mr_type,
+				   u32 max_num_sg)
+{
+	struct fake_ibdev *fdev = to_fdev(pd->device);
+	struct ib_mr *mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->lkey = ++fdev->next_key << 8;
+	mr->rkey = mr->lkey;
+	fdev->nr_mrs++;
+	return mr;
+}
+
+static struct ib_mr *fake_alloc_mr_integrity(struct ib_pd *pd, u32 data_sg,
+					     u32 meta_sg)
+{
+	return fake_alloc_mr(pd, IB_MR_TYPE_INTEGRITY, data_sg);
+}
+
+static int fake_dereg_mr(struct ib_mr *mr, struct ib_udata *udata)
+{
+	to_fdev(mr->device)->nr_mrs--;
+	kfree(mr);
+	return 0;
+}
+
+static int fake_map_mr_sg(struct ib_mr *mr, struct scatterlist *sg,
+			  int sg_nents, unsigned int *sg_offset)
+{
+	mr->iova = 0x10000;
+	mr->length = sg_nents * PAGE_SIZE;
+	return sg_nents;
+}
+
+static int fake_map_mr_sg_pi(struct ib_mr *mr, struct scatterlist *data_sg,
+			     int data_sg_nents, unsigned int *data_sg_offset,
+			     struct scatterlist *meta_sg, int meta_sg_nents,
+			     unsigned int *meta_sg_offset)
+{
+	return -EOPNOTSUPP;
+}
+
+static void fake_push_wc(struct fake_ibdev *fdev, struct ib_cqe *cqe,
+			 enum ib_wc_status status, enum ib_wr_opcode opcode)
+{
+	if (fdev->wc_tail - fdev->wc_head >= fdev->cq_depth) {
+		fdev->cq_overflow++;
+		return;
+	}
+	fdev->wcs[fdev->wc_tail++ % FAKE_MAX_WCS] = (struct ib_wc){
+		.wr_cqe = cqe, .status = status,
+		.opcode = opcode == IB_WR_SEND ? IB_WC_SEND : IB_WC_RDMA_WRITE,
+	};
+}
+
+static int fake_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			  const struct ib_send_wr **bad_wr)
+{
+	struct fake_ibdev *fdev = to_fdev(qp->device);
+	struct fake_qp *fqp = to_fqp(qp);
+
+	for (; wr; wr = wr->next) {
+		struct fake_wqe *wqe;
+
+		if (fqp->used == fqp->cap) {
+			fdev->sq_overflow++;
+			*bad_wr = wr;
+			return -ENOMEM;
+		}
+		wqe = &fqp->ring[fqp->tail++ % fqp->cap];
+		wqe->cqe = wr->wr_cqe;
+		wqe->opcode = wr->opcode;
+		wqe->signaled = wr->send_flags & IB_SEND_SIGNALED;
+		wqe->inv_rkey = wr->ex.invalidate_rkey;
+		fqp->used++;
+		fdev->posted++;
+		if (wr->opcode == IB_WR_LOCAL_INV)
+			fdev->posted_inv++;
+	}
+	return 0;
+}
+
+static const struct ib_device_ops fake_ibdev_ops = {
+	.alloc_mr = fake_alloc_mr,
+	.alloc_mr_integrity = fake_alloc_mr_integrity,
+	.alloc_pd = fake_alloc_pd,
+	.create_cq = fake_create_cq,
+	.create_qp = fake_create_qp,
+	.dealloc_pd = fake_dealloc_pd,
+	.dereg_mr = fake_dereg_mr,
+	.destroy_cq = fake_destroy_cq,
+	.destroy_qp = fake_destroy_qp,
+	.map_mr_sg = fake_map_mr_sg,
+	.map_mr_sg_pi = fake_map_mr_sg_pi,
+	.poll_cq = fake_poll_cq,
+	.post_send = fake_post_send,
+	.req_notify_cq = fake_req_notify_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_cq, fake_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, fake_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, fake_qp, ibqp),
+};
+
+/*
+ * Complete the next @n WQEs of @fqp: a signaled success produces a
+ * completion and frees its entry and every unsignaled one before it; an
+ * error produces a completion whatever the WR asked for.
+ */
+static void fake_complete(struct fake_qp *fqp, u32 n, enum ib_wc_status status)
+{
+	struct fake_ibdev *fdev = to_fdev(fqp->ibqp.device);
+
+	while (n-- && fqp->head != fqp->tail) {
+		struct fake_wqe *wqe = &fqp->ring[fqp->head % fqp->cap];
+
+		fqp->head++;
+		if (wqe->signaled || status != IB_WC_SUCCESS) {
+			fake_push_wc(fdev, wqe->cqe, status, wqe->opcode);
+			fqp->used -= fqp->head - fqp->freed;
+			fqp->freed = fqp->head;
+		}
+	}
+}
+
+/* Fail the next WQE with @status and flush the rest, as a QP error does. */
+static void fake_fail(struct fake_qp *fqp, enum ib_wc_status status)
+{
+	fake_complete(fqp, 1, status);
+	fake_complete(fqp, U32_MAX, IB_WC_WR_FLUSH_ERR);
+	fqp->error = true;
+}
+
+static void fake_complete_all(struct fake_qp *fqp)
+{
+	fake_complete(fqp, U32_MAX, IB_WC_SUCCESS);
+}
+
+KUNIT_DEFINE_ACTION_WRAPPER(ib_dealloc_device_action, ib_dealloc_device,
+			    struct ib_device *);
+KUNIT_DEFINE_ACTION_WRAPPER(ib_dealloc_pd_action, ib_dealloc_pd,
+			    struct ib_pd *);
+KUNIT_DEFINE_ACTION_WRAPPER(ib_free_cq_action, ib_free_cq, struct ib_cq *);
+KUNIT_DEFINE_ACTION_WRAPPER(ib_slot_pool_destroy_action, ib_slot_pool_destroy,
+			    struct ib_slot_pool *);
+KUNIT_DEFINE_ACTION_WRAPPER(ib_slot_qp_detach_action, ib_slot_qp_detach,
+			    struct ib_slot_qp *);
+
+static void ib_destroy_qp_action(void *qp)
+{
+	ib_destroy_qp(qp);
+}
+
+/* Per-slot ULP context of the tests. */
+struct test_req {
+	unsigned int		done;
+	unsigned int		fenced;
+	enum ib_wc_status	status;
+	int			seq;
+};
+
+struct test_env {
+	struct fake_ibdev	*fdev;
+	struct ib_pd		*pd;
+	struct ib_cq		*cq;
+	struct ib_slot_pool	*pool;
+	struct ib_qp		*qp[2];
+	struct ib_slot_qp	*sqp[2];
+	unsigned int		nr_done;
+};
+
+static struct test_env *cur_env;
+
+static void test_done(struct ib_slot *slot, const struct ib_wc *wc)
+{
+	struct test_req *req = ib_slot_priv(slot);
+
+	req->done++;
+	req->status = wc->status;
+	cur_env->nr_done++;
+}
+
+static void test_fenced(struct ib_slot *slot)
+{
+	struct test_req *req = ib_slot_priv(slot);
+
+	req->fenced++;
+}
+
+static int ib_slot_test_init(struct kunit *test)
+{
+	struct test_env *env;
+	struct fake_ibdev *fdev;
+	int ret;
+
+	env = kunit_kzalloc(test, sizeof(*env), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, env);
+	fdev = ib_alloc_device(fake_ibdev, ibdev);
+	KUNIT_ASSERT_NOT_NULL(test, fdev);
+	ret = kunit_add_action_or_reset(test, ib_dealloc_device_action,
+					&fdev->ibdev);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+
+	ib_set_device_ops(&fdev->ibdev, &fake_ibdev_ops);
+	fdev->ibdev.attrs.max_qp_wr = 4096;
+	fdev->ibdev.attrs.max_cqe = FAKE_MAX_WCS;
+	fdev->ibdev.attrs.max_send_sge = 16;
+	fdev->ibdev.attrs.max_fast_reg_page_list_len = 256;
+	fdev->ibdev.attrs.kernel_cap_flags = IBK_LOCAL_DMA_LKEY |
+					     IBK_INTEGRITY_HANDOVER;
+	fdev->ibdev.num_comp_vectors = 1;
+	env->fdev = fdev;
+
+	env->pd = ib_alloc_pd(&fdev->ibdev, 0);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->pd);
+	ret = kunit_add_action_or_reset(test, ib_dealloc_pd_action, env->pd);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+
+	cur_env = env;
+	test->priv = env;
+	return 0;
+}
+
+static const struct ib_slot_profile send_only = {
+	.nr_sends = 1,
+};
+
+static const struct ib_slot_profile one_rkey = {
+	.nr_rkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
+	.fence = IB_SLOT_FENCE_SYNC,
+};
+
+static struct ib_slot_pool *
+test_pool(struct kunit *test, const struct ib_slot_profile *profile,
+	  u32 nr_slots, enum ib_slot_policy policy, u32 fair_share)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_attr attr = {
+		.pd = env->pd,
+		.profile = *profile,
+		.nr_slots = nr_slots,
+		.policy = policy,
+		.fair_share = fair_share,
+		.priv_size = sizeof(struct test_req),
+		.name = "kunit",
+		.done = test_done,
+	};
+	int ret;
+
+	env->pool = ib_slot_pool_create(&attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->pool);
+	ret = kunit_add_action_or_reset(test, ib_slot_pool_destroy_action,
+					env->pool);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	return env->pool;
+}
+
+/* A QP sized by ib_slot_qp_caps() for @nr_slots, attached to the pool. */
+static struct ib_slot_qp *test_qp(struct kunit *test, int i, u32 nr_slots)
+{
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr attr = { .qp_type = IB_QPT_RC };
+	u32 nr_cqe;
+	int ret;
+
+	ret = ib_slot_qp_caps(env->pool, nr_slots, &attr, &nr_cqe);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	if (!env->cq) {
+		env->cq = ib_alloc_cq(&env->fdev->ibdev, NULL, 2 * nr_cqe, 0,
+				      IB_POLL_DIRECT);
+		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->cq);
+		ret = kunit_add_action_or_reset(test, ib_free_cq_action,
+						env->cq);
+		KUNIT_ASSERT_EQ(test, ret, 0);
+	}
+	attr.send_cq = env->cq;
+	attr.recv_cq = env->cq;
+	env->qp[i] = ib_create_qp(env->pd, &attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->qp[i]);
+	ret = kunit_add_action_or_reset(test, ib_destroy_qp_action,
+					env->qp[i]);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	env->sqp[i] = ib_slot_qp_attach(env->pool, env->qp[i], &attr.cap);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->sqp[i]);
+	ret = kunit_add_action_or_reset(test, ib_slot_qp_detach_action,
+					env->sqp[i]);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	return env->sqp[i];
+}
+
+static void test_poll(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+
+	while (ib_process_cq_direct(env->cq, 64) > 0)
+		;
+}
+
+static struct test_req *req_of(struct ib_slot *slot)
+{
+	return ib_slot_priv(slot);
+}
+
+static void test_stats(struct ib_slot_pool *pool, struct ib_slot_pool_stats *st)
+{
+	ib_slot_pool_get_stats(pool, st);
+}
+
+/* A no-exhaust pool serves exactly its depth, from memory set up front. */
+static void ib_slot_no_exhaust_depth(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool *pool;
+	struct ib_slot_pool_stats st;
+	struct ib_slot *slots[8];
+	struct ib_slot_qp *sqp;
+	unsigned int mrs, i, j;
+	u32 full;
+
+	pool = test_pool(test, &one_rkey, 8, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 8);
+	full = ib_slot_qp_credits(sqp);
+	KUNIT_EXPECT_EQ(test, full, 8 * 3);
+	mrs = env->fdev->nr_mrs;
+	KUNIT_EXPECT_EQ(test, mrs, 8);
+
+	for (i = 0; i < 8; i++) {
+		slots[i] = ib_slot_get(sqp);
+		KUNIT_ASSERT_NOT_NULL(test, slots[i]);
+		for (j = 0; j < i; j++)
+			KUNIT_EXPECT_PTR_NE(test, slots[i], slots[j]);
+	}
+	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 0);
+	test_stats(pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 8);
+	KUNIT_EXPECT_EQ(test, st.high_water, 8);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+
+	for (i = 0; i < 8; i++)
+		ib_slot_put(slots[i]);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), full);
+	test_stats(pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+}
+
+/* An indexed pool hands out the slot its tag names, with no allocator. */
+static void ib_slot_indexed_tags(struct kunit *test)
+{
+	struct ib_slot_pool_attr attr = {
+		.profile = send_only, .nr_slots = 4,
+		.policy = IB_SLOT_NO_EXHAUST, .indexed = true,
+		.priv_size = sizeof(struct test_req), .done = test_done,
+	};
+	struct test_env *env = test->priv;
+	struct ib_slot *a, *b;
+	struct ib_slot_qp *sqp;
+	int ret;
+
+	attr.pd = env->pd;
+	env->pool = ib_slot_pool_create(&attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->pool);
+	ret = kunit_add_action_or_reset(test, ib_slot_pool_destroy_action,
+					env->pool);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	sqp = test_qp(test, 0, 4);
+
+	a = ib_slot_from_tag(sqp, 3);
+	b = ib_slot_from_tag(sqp, 0);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	KUNIT_EXPECT_EQ(test, a->tag, 3);
+	KUNIT_EXPECT_EQ(test, b->tag, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 2);
+	ib_slot_put(a);
+	KUNIT_EXPECT_PTR_EQ(test, ib_slot_from_tag(sqp, 3), a);
+	ib_slot_put(a);
+	ib_slot_put(b);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 4);
+}
+
+/* QP sizing comes from the profile; a QP granted less is refused. */
+static void ib_slot_qp_caps_granted(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr attr = { .qp_type = IB_QPT_RC };
+	struct ib_slot_qp *sqp;
+	struct ib_qp *qp;
+	u32 nr_cqe;
+
+	test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST, 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 4, &attr, &nr_cqe), 0);
+	KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, 4 * 3 + 1);
+	KUNIT_EXPECT_EQ(test, attr.cap.max_recv_wr, 1);
+	KUNIT_EXPECT_EQ(test, nr_cqe, 4 * 3 + 2);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_caps(env->pool, 4096, &attr, &nr_cqe),
+			-EINVAL);
+
+	/* The device grants one entry less than asked: too small to attach. */
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 4, &attr, &nr_cqe), 0);
+	env->cq = ib_alloc_cq(&env->fdev->ibdev, NULL, nr_cqe, 0,
+			      IB_POLL_DIRECT);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->cq);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, ib_free_cq_action,
+							env->cq), 0);
+	attr.send_cq = env->cq;
+	attr.recv_cq = env->cq;
+	env->fdev->sq_grant_cut = 1;
+	qp = ib_create_qp(env->pd, &attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
+	KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, 4 * 3);
+	sqp = ib_slot_qp_attach(env->pool, qp, &attr.cap);
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(sqp), -EINVAL);
+	ib_destroy_qp(qp);
+}
+
+/* The cost rules, row by row; see Documentation/infiniband/slot.rst. */
+struct cost_case {
+	const char		*desc;
+	struct ib_slot_profile	profile;
+	int			ret;
+	struct ib_slot_cost	cost;
+};
+
+static const struct cost_case cost_cases[] = {
+	{ "send only", { .nr_sends = 1 }, 0, { 1, 1, 0 } },
+	{ "send and recv", { .nr_sends = 1, .nr_recvs = 1 }, 0, { 1, 2, 1 } },
+	{ "one rkey MR (SRP, 1 MR)",
+	  { .nr_rkey_mrs = 1, .max_pages_per_mr = 256, .nr_sends = 1 },
+	  0, { 3, 3, 0 } },
+	{ "NFS client, 3 MRs",
+	  { .nr_rkey_mrs = 3, .max_pages_per_mr = 256, .nr_sends = 1,
+	    .nr_recvs = 1, .fence = IB_SLOT_FENCE_SYNC }, 0, { 7, 8, 1 } },
+	{ "iWARP READ sink",
+	  { .nr_lkey_mrs = 1, .max_pages_per_mr = 64, .nr_sends = 1 },
+	  0, { 4, 4, 0 } },
+	{ "direct RDMA, 30 SGEs by 4",
+	  { .max_rdma_sges = 30, .max_send_sge = 4, .nr_sends = 1 },
+	  0, { 9, 9, 0 } },
+	{ "integrity",
+	  { .nr_rkey_mrs = 1, .max_pages_per_mr = 32, .integrity = true,
+	    .nr_sends = 1 }, 0, { 3, 3, 0 } },
+	{ "mixed target",
+	  { .nr_rkey_mrs = 2, .nr_lkey_mrs = 2, .max_pages_per_mr = 8,
+	    .max_rdma_sges = 16, .max_send_sge = 16, .nr_sends = 2,
+	    .nr_recvs = 1 }, 0, { 13, 14, 1 } },
+	{ "empty profile", { }, -EINVAL, { } },
+	{ "MR without pages", { .nr_rkey_mrs = 1, .nr_sends = 1 }, -EINVAL,
+	  { } },
+	{ "too many MRs",
+	  { .nr_rkey_mrs = 17, .max_pages_per_mr = 1 }, -EINVAL, { } },
+	{ "pages above device",
+	  { .nr_rkey_mrs = 1, .max_pages_per_mr = 257 }, -EINVAL, { } },
+	{ "SGEs above device", { .max_rdma_sges = 8, .max_send_sge = 17 },
+	  -EINVAL, { } },
+	{ "integrity on lkey MR",
+	  { .nr_lkey_mrs = 1, .max_pages_per_mr = 4, .integrity = true },
+	  -EINVAL, { } },
+};
+
+static void cost_case_desc(const struct cost_case *c, char *desc)
+{
+	strscpy(desc, c->desc, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(ib_slot_cost, cost_cases, cost_case_desc);
+
+static void ib_slot_cost_rules(struct kunit *test)
+{
+	const struct cost_case *c = test->param_value;
+	struct test_env *env = test->priv;
+	struct ib_slot_cost cost = { };
+
+	KUNIT_ASSERT_EQ(test, ib_slot_profile_cost(&env->fdev->ibdev,
+						   &c->profile, &cost), c->ret);
+	if (c->ret)
+		return;
+	KUNIT_EXPECT_EQ(test, cost.sqes, c->cost.sqes);
+	KUNIT_EXPECT_EQ(test, cost.cqes, c->cost.cqes);
+	KUNIT_EXPECT_EQ(test, cost.rqes, c->cost.rqes);
+}
+
+/* Build the largest chain a profile allows, minus what post adds itself. */
+static int build_chain(const struct ib_slot_profile *p, struct ib_send_wr *wrs,
+		       int max)
+{
+	u32 sge = max(p->max_send_sge, 1U);
+	int n = p->nr_lkey_mrs + DIV_ROUND_UP(p->max_rdma_sges, sge) +
+		p->nr_sends;
+	int i;
+
+	n = min(n, max);
+	for (i = 0; i < n; i++) {
+		memset(&wrs[i], 0, sizeof(wrs[i]));
+		wrs[i].opcode = i == n - 1 && p->nr_sends ? IB_WR_SEND :
+				IB_WR_RDMA_WRITE;
+		/* ULPs leave flags as they like: post must fix them. */
+		wrs[i].send_flags = i & 1 ? IB_SEND_SIGNALED : 0;
+		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+	}
+	return n;
+}
+
+static void map_all(struct kunit *test, struct ib_slot *slot,
+		    struct scatterlist *sg)
+{
+	unsigned int i;
+
+	for (i = 0; i < slot->nr_mrs; i++)
+		KUNIT_ASSERT_EQ(test, ib_slot_map_mr(slot, i, sg, 1, NULL,
+						     IB_ACCESS_REMOTE_READ), 1);
+}
+
+/*
+ * For every valid profile: fill a QP sized by the core with worst-case
+ * chains (second use, so every MR is invalidated and registered again).
+ * The fake Send Queue must end exactly full and never overflow.
+ */
+static void ib_slot_chain_fits(struct kunit *test)
+{
+	const struct cost_case *c = test->param_value;
+	struct test_env *env = test->priv;
+	struct ib_send_wr wrs[4][40];
+	struct ib_slot *slots[4];
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct fake_qp *fqp;
+	int round, i;
+
+	if (c->ret || !c->cost.sqes)
+		kunit_skip(test, "profile posts no Send WR");
+	sg_init_one(&sg, env, 64);
+	test_pool(test, &c->profile, 4, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 4);
+	fqp = to_fqp(env->qp[0]);
+
+	for (i = 0; i < 4; i++) {
+		slots[i] = ib_slot_get(sqp);
+		KUNIT_ASSERT_NOT_NULL(test, slots[i]);
+	}
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 4; i++) {
+			int n = build_chain(&c->profile, wrs[i], 40);
+
+			map_all(test, slots[i], &sg);
+			KUNIT_ASSERT_EQ(test, ib_slot_post(slots[i],
+							   n ? wrs[i] : NULL),
+					0);
+		}
+		if (round == 1)
+			KUNIT_EXPECT_EQ(test, fqp->used, fqp->cap - 1);
+		KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
+		fake_complete_all(fqp);
+		test_poll(test);
+		for (i = 0; i < 4; i++) {
+			KUNIT_EXPECT_EQ(test, req_of(slots[i])->done, round + 1);
+			KUNIT_EXPECT_EQ(test, req_of(slots[i])->status,
+					IB_WC_SUCCESS);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, env->fdev->posted_inv,
+			4 * (c->profile.nr_rkey_mrs + c->profile.nr_lkey_mrs));
+	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
+	for (i = 0; i < 4; i++)
+		ib_slot_put(slots[i]);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), fqp->cap - 1);
+}
+
+/* Unsignaled entries come back only with the later signaled completion. */
+static void ib_slot_unsignaled_credit(struct kunit *test)
+{
+	static const struct ib_slot_profile p = {
+		.nr_rkey_mrs = 1, .max_pages_per_mr = 4, .max_rdma_sges = 1,
+		.nr_sends = 1,
+	};
+	struct test_env *env = test->priv;
+	struct ib_send_wr wrs[2] = { };
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+
+	sg_init_one(&sg, env, 64);
+	test_pool(test, &p, 2, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 2);
+	fqp = to_fqp(env->qp[0]);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 4);
+
+	map_all(test, slot, &sg);
+	wrs[0].opcode = IB_WR_RDMA_WRITE;
+	wrs[0].next = &wrs[1];
+	wrs[1].opcode = IB_WR_SEND;
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, wrs), 0);
+	KUNIT_EXPECT_EQ(test, fqp->used, 3);
+	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[0].cqe, &slot->aux_cqe);
+	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[2].cqe, &slot->cqe);
+	KUNIT_EXPECT_FALSE(test, fqp->ring[0].signaled);
+	KUNIT_EXPECT_FALSE(test, fqp->ring[1].signaled);
+	KUNIT_EXPECT_TRUE(test, fqp->ring[2].signaled);
+
+	/* REG and WRITE done: no completion, nothing freed, nothing done. */
+	fake_complete(fqp, 2, IB_WC_SUCCESS);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, fqp->used, 3);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 4);
+
+	fake_complete(fqp, 1, IB_WC_SUCCESS);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, fqp->used, 0);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	ib_slot_put(slot);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 8);
+}
+
+/* After a QP error every WR flushes; slots, credits and done() balance. */
+static void ib_slot_flush_balances(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr wrs[4] = { };
+	struct ib_slot_pool_stats st;
+	struct ib_slot *slots[4];
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct fake_qp *fqp;
+	int i;
+
+	sg_init_one(&sg, env, 64);
+	test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 4);
+	fqp = to_fqp(env->qp[0]);
+	for (i = 0; i < 4; i++) {
+		slots[i] = ib_slot_get(sqp);
+		KUNIT_ASSERT_NOT_NULL(test, slots[i]);
+		map_all(test, slots[i], &sg);
+		wrs[i].opcode = IB_WR_SEND;
+		KUNIT_ASSERT_EQ(test, ib_slot_post(slots[i], &wrs[i]), 0);
+	}
+	/* The first REG_MR fails; everything behind it is flushed. */
+	fake_fail(fqp, IB_WC_MW_BIND_ERR);
+	KUNIT_EXPECT_EQ(test, env->fdev->wc_tail - env->fdev->wc_head, 8);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, env->nr_done, 4);
+	KUNIT_EXPECT_EQ(test, req_of(slots[0])->status, IB_WC_MW_BIND_ERR);
+	for (i = 0; i < 4; i++) {
+		KUNIT_EXPECT_EQ(test, req_of(slots[i])->done, 1);
+		if (i)
+			KUNIT_EXPECT_EQ(test, req_of(slots[i])->status,
+					IB_WC_WR_FLUSH_ERR);
+		/* The MR state is unknown: it will be invalidated first. */
+		KUNIT_EXPECT_TRUE(test, slots[i]->mrs[0].mr->need_inval);
+		ib_slot_put(slots[i]);
+	}
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 12);
+	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
+}
+
+/* The first error of a post is reported, not the flushes behind it. */
+static void ib_slot_first_error(struct kunit *test)
+{
+	static const struct ib_slot_profile p = {
+		.max_rdma_sges = 2, .nr_sends = 1,
+	};
+	struct test_env *env = test->priv;
+	struct ib_send_wr wrs[3] = { };
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	wrs[0].opcode = IB_WR_RDMA_WRITE;
+	wrs[0].next = &wrs[1];
+	wrs[1].opcode = IB_WR_RDMA_WRITE;
+	wrs[1].next = &wrs[2];
+	wrs[2].opcode = IB_WR_SEND;
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, wrs), 0);
+	fake_complete(fqp, 1, IB_WC_SUCCESS);
+	fake_fail(fqp, IB_WC_REM_ACCESS_ERR);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->status, IB_WC_REM_ACCESS_ERR);
+	ib_slot_put(slot);
+}
+
+struct test_waiter {
+	struct ib_slot_waiter	w;
+	struct ib_slot		*slots[4];
+	int			*order;
+	int			*pos;
+	int			id;
+	int			resumed;
+};
+
+static void test_resume(struct ib_slot_waiter *w)
+{
+	struct test_waiter *tw = container_of(w, struct test_waiter, w);
+
+	tw->resumed++;
+	tw->order[(*tw->pos)++] = tw->id;
+}
+
+static void waiter_init(struct test_waiter *tw, struct ib_slot_qp *sqp,
+			unsigned int nr, int id, int *order, int *pos)
+{
+	memset(tw, 0, sizeof(*tw));
+	INIT_LIST_HEAD(&tw->w.entry);
+	tw->w.sqp = sqp;
+	tw->w.nr = nr;
+	tw->w.slots = tw->slots;
+	tw->w.resume = test_resume;
+	tw->order = order;
+	tw->pos = pos;
+	tw->id = id;
+}
+
+static void put_all(struct test_waiter *tw)
+{
+	unsigned int i;
+
+	for (i = 0; i < tw->w.nr; i++)
+		ib_slot_put(tw->slots[i]);
+}
+
+/* Exhaust, queue waiters, and resume them in FIFO order from put. */
+static void ib_slot_backpressure_fifo(struct kunit *test)
+{
+	struct test_waiter tw[3];
+	struct ib_slot_pool_stats st;
+	int order[3] = { -1, -1, -1 }, pos = 0, i;
+	struct ib_slot *a, *b;
+	struct ib_slot_qp *sqp;
+
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 2);
+	a = ib_slot_get(sqp);
+	b = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	KUNIT_EXPECT_NULL(test, ib_slot_get(sqp));
+
+	for (i = 0; i < 3; i++) {
+		waiter_init(&tw[i], sqp, 1, i, order, &pos);
+		KUNIT_EXPECT_EQ(test, ib_slot_get_or_wait(&tw[i].w), -EAGAIN);
+	}
+	test_stats(cur_env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.nr_waiters, 3);
+	/* Waiters are queued: a fresh get must not overtake them. */
+	KUNIT_EXPECT_NULL(test, ib_slot_get(sqp));
+
+	ib_slot_put(a);
+	KUNIT_EXPECT_EQ(test, pos, 1);
+	ib_slot_put(b);
+	KUNIT_EXPECT_EQ(test, pos, 2);
+	put_all(&tw[0]);
+	KUNIT_EXPECT_EQ(test, pos, 3);
+	for (i = 0; i < 3; i++) {
+		KUNIT_EXPECT_EQ(test, order[i], i);
+		KUNIT_EXPECT_EQ(test, tw[i].resumed, 1);
+	}
+	put_all(&tw[1]);
+	put_all(&tw[2]);
+	test_stats(cur_env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
+	KUNIT_EXPECT_EQ(test, st.waits, 3);
+	KUNIT_EXPECT_EQ(test, st.resumed, 3);
+}
+
+/* A waiter for three slots is not starved by a stream of single gets. */
+static void ib_slot_large_not_starved(struct kunit *test)
+{
+	struct test_waiter big, small[3];
+	int order[4], pos = 0, i;
+	struct ib_slot *held[4];
+	struct ib_slot_qp *sqp;
+
+	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 4);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 4, held), 0);
+	waiter_init(&big, sqp, 3, 100, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&big.w), -EAGAIN);
+
+	/* Each freed slot would satisfy a small request at once. */
+	for (i = 0; i < 3; i++) {
+		waiter_init(&small[i], sqp, 1, i, order, &pos);
+		KUNIT_EXPECT_EQ(test, ib_slot_get_or_wait(&small[i].w),
+				-EAGAIN);
+		ib_slot_put(held[i]);
+		KUNIT_EXPECT_EQ(test, small[i].resumed, 0);
+	}
+	KUNIT_EXPECT_EQ(test, big.resumed, 1);
+	KUNIT_EXPECT_EQ(test, order[0], 100);
+	ib_slot_put(held[3]);
+	KUNIT_EXPECT_EQ(test, small[0].resumed, 1);
+	put_all(&big);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, small[i].resumed, 1);
+	KUNIT_EXPECT_EQ(test, order[1], 0);
+	KUNIT_EXPECT_EQ(test, order[2], 1);
+	KUNIT_EXPECT_EQ(test, order[3], 2);
+	for (i = 0; i < 3; i++)
+		put_all(&small[i]);
+}
+
+/* A multi-get that cannot be served takes nothing. */
+static void ib_slot_bulk_all_or_nothing(struct kunit *test)
+{
+	struct ib_slot_pool_stats st;
+	struct ib_slot *held[3], *two[2] = { };
+	struct ib_slot_qp *sqp;
+	u32 credits;
+
+	test_pool(test, &one_rkey, 4, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 4);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 3, held), 0);
+	credits = ib_slot_qp_credits(sqp);
+
+	KUNIT_EXPECT_EQ(test, ib_slot_get_bulk(sqp, 2, two), -EAGAIN);
+	KUNIT_EXPECT_NULL(test, two[0]);
+	test_stats(cur_env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 3);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), credits);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_bulk(sqp, 5, two), -EINVAL);
+
+	ib_slot_put(held[0]);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 2, two), 0);
+	KUNIT_EXPECT_PTR_NE(test, two[0], two[1]);
+	ib_slot_put(two[0]);
+	ib_slot_put(two[1]);
+	ib_slot_put(held[1]);
+	ib_slot_put(held[2]);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 12);
+}
+
+/* A cancelled waiter is never resumed; one already granted can't cancel. */
+static void ib_slot_cancel(struct kunit *test)
+{
+	struct test_waiter tw[2];
+	int order[2], pos = 0;
+	struct ib_slot *a;
+	struct ib_slot_qp *sqp;
+
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 1);
+	a = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	waiter_init(&tw[0], sqp, 1, 0, order, &pos);
+	waiter_init(&tw[1], sqp, 1, 1, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&tw[0].w), -EAGAIN);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&tw[1].w), -EAGAIN);
+	KUNIT_EXPECT_TRUE(test, ib_slot_cancel_wait(&tw[0].w));
+	ib_slot_put(a);
+	KUNIT_EXPECT_EQ(test, tw[0].resumed, 0);
+	KUNIT_EXPECT_EQ(test, tw[1].resumed, 1);
+	KUNIT_EXPECT_FALSE(test, ib_slot_cancel_wait(&tw[1].w));
+	KUNIT_EXPECT_FALSE(test, ib_slot_cancel_wait(&tw[0].w));
+	put_all(&tw[1]);
+}
+
+struct sleeper {
+	struct ib_slot_qp	*sqp;
+	struct ib_slot		*slot;
+	struct completion	started;
+	struct completion	done;
+	int			ret;
+};
+
+static int sleeper_fn(void *data)
+{
+	struct sleeper *s = data;
+
+	complete(&s->started);
+	s->ret = ib_slot_get_wait(s->sqp, 1, &s->slot);
+	complete(&s->done);
+	return 0;
+}
+
+/* The sleeping variant sleeps while the pool is empty and wakes on put. */
+static void ib_slot_sleeping_get(struct kunit *test)
+{
+	struct ib_slot_pool_stats st;
+	struct task_struct *task;
+	struct ib_slot_qp *sqp;
+	struct sleeper s = { };
+	struct ib_slot *a;
+	int i;
+
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 1);
+	a = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	s.sqp = sqp;
+	init_completion(&s.started);
+	init_completion(&s.done);
+	task = kthread_run(sleeper_fn, &s, "ib_slot_kunit");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	wait_for_completion(&s.started);
+	/* Wait until the sleeper is queued, then check it stays asleep. */
+	for (i = 0; i < 500; i++) {
+		test_stats(cur_env->pool, &st);
+		if (st.nr_waiters)
+			break;
+		msleep(20);
+	}
+	KUNIT_ASSERT_EQ(test, st.nr_waiters, 1);
+	KUNIT_EXPECT_FALSE(test, completion_done(&s.done));
+	ib_slot_put(a);
+	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&s.done, 10 * HZ),
+			0);
+	KUNIT_EXPECT_EQ(test, s.ret, 0);
+	KUNIT_EXPECT_PTR_EQ(test, s.slot, a);
+	ib_slot_put(s.slot);
+}
+
+/* One QP cannot take more than its fair share of a shared pool. */
+static void ib_slot_fair_share(struct kunit *test)
+{
+	struct ib_slot *qa[2], *qb[2];
+	struct ib_slot_qp *sa, *sb;
+
+	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE, 2);
+	sa = test_qp(test, 0, 4);
+	sb = test_qp(test, 1, 4);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sa, 2, qa), 0);
+	KUNIT_EXPECT_NULL(test, ib_slot_get(sa));
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sb, 2, qb), 0);
+	KUNIT_EXPECT_NULL(test, ib_slot_get(sb));
+	ib_slot_put(qa[0]);
+	ib_slot_put(qa[1]);
+	ib_slot_put(qb[0]);
+	ib_slot_put(qb[1]);
+}
+
+/*
+ * Credits are per QP: a QP whose Send Queue is full waits while another
+ * QP keeps taking slots of the same pool.
+ */
+static void ib_slot_credits_per_qp(struct kunit *test)
+{
+	struct test_waiter tw, twb;
+	int order[2], pos = 0;
+	struct ib_slot *a[2], *b;
+	struct ib_slot_qp *sa, *sb;
+
+	test_pool(test, &one_rkey, 8, IB_SLOT_BACKPRESSURE, 0);
+	sa = test_qp(test, 0, 2);
+	sb = test_qp(test, 1, 8);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sa, 2, a), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sa), 0);
+	waiter_init(&tw, sa, 1, 0, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&tw.w), -EAGAIN);
+
+	/* QP a's waiter is short of its own credits: b is not held back. */
+	waiter_init(&twb, sb, 1, 1, order, &pos);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_or_wait(&twb.w), 0);
+	b = twb.slots[0];
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	ib_slot_put(b);
+	KUNIT_EXPECT_EQ(test, tw.resumed, 0);
+	ib_slot_put(a[0]);
+	KUNIT_EXPECT_EQ(test, tw.resumed, 1);
+	ib_slot_put(a[1]);
+	put_all(&tw);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sa), 6);
+}
+
+static int post_reg_send(struct kunit *test, struct ib_slot *slot,
+			 struct ib_send_wr *send)
+{
+	struct scatterlist sg;
+
+	sg_init_one(&sg, test->priv, 64);
+	map_all(test, slot, &sg);
+	memset(send, 0, sizeof(*send));
+	send->opcode = IB_WR_SEND;
+	return ib_slot_post(slot, send);
+}
+
+/* The peer invalidated the rkey: no LOCAL_INV, fenced at once. */
+static void ib_slot_fence_remote(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr send;
+	struct ib_wc recv = { };
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	unsigned int posted;
+
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	fake_complete_all(to_fqp(env->qp[0]));
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+
+	posted = env->fdev->posted;
+	recv.wc_flags = IB_WC_WITH_INVALIDATE;
+	recv.ex.invalidate_rkey = ib_slot_rkey(slot, 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, &recv, test_fenced), 0);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
+	KUNIT_EXPECT_EQ(test, env->fdev->posted, posted);
+	KUNIT_EXPECT_FALSE(test, slot->mrs[0].mr->need_inval);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.remote_inv, 1);
+	KUNIT_EXPECT_EQ(test, st.local_inv, 0);
+	ib_slot_put(slot);
+}
+
+/* No remote invalidation: a signaled LOCAL_INV, and fenced waits for it. */
+static void ib_slot_fence_local(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr send;
+	struct ib_wc recv = { };
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+	u32 rkey;
+
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	rkey = ib_slot_rkey(slot, 0);
+
+	/* The reply arrives before the send completes; wrong rkey invalidated. */
+	recv.wc_flags = IB_WC_WITH_INVALIDATE;
+	recv.ex.invalidate_rkey = rkey + 1;
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, &recv, test_fenced), 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail, 3);
+	KUNIT_EXPECT_EQ(test, fqp->ring[2].opcode, IB_WR_LOCAL_INV);
+	KUNIT_EXPECT_EQ(test, fqp->ring[2].inv_rkey, rkey);
+	KUNIT_EXPECT_TRUE(test, fqp->ring[2].signaled);
+	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[2].cqe, &slot->inv_cqe);
+
+	fake_complete(fqp, 2, IB_WC_SUCCESS);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 0);
+	fake_complete(fqp, 1, IB_WC_SUCCESS);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.local_inv, 1);
+	KUNIT_EXPECT_EQ(test, st.remote_inv, 0);
+	ib_slot_put(slot);
+}
+
+/* Remote invalidation while the send is in flight: fenced waits for it. */
+static void ib_slot_fence_waits_for_send(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr send;
+	struct ib_wc recv = { };
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	recv.wc_flags = IB_WC_WITH_INVALIDATE;
+	recv.ex.invalidate_rkey = ib_slot_rkey(slot, 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, &recv, test_fenced), 0);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 0);
+	fake_complete_all(to_fqp(env->qp[0]));
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
+	ib_slot_put(slot);
+}
+
+/* An MR whose registration was flushed is invalidated before reuse. */
+static void ib_slot_reuse_after_flush(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr send;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+	u32 base;
+
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	KUNIT_EXPECT_EQ(test, fqp->ring[0].opcode, IB_WR_REG_MR);
+	fake_fail(fqp, IB_WC_WR_FLUSH_ERR);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->status, IB_WC_WR_FLUSH_ERR);
+	ib_slot_put(slot);
+
+	/* A new QP after reconnect; the pool and its MRs stay. */
+	fqp->error = false;
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	base = fqp->tail;
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail - base, 3);
+	KUNIT_EXPECT_EQ(test, fqp->ring[base % fqp->cap].opcode,
+			IB_WR_LOCAL_INV);
+	KUNIT_EXPECT_EQ(test, fqp->ring[(base + 1) % fqp->cap].opcode,
+			IB_WR_REG_MR);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 2);
+	ib_slot_put(slot);
+}
+
+struct destroyer {
+	struct ib_slot_pool	*pool;
+	struct completion	done;
+};
+
+static int destroyer_fn(void *data)
+{
+	struct destroyer *d = data;
+
+	ib_slot_pool_destroy(d->pool);
+	complete(&d->done);
+	return 0;
+}
+
+/* Destroy waits for the slot still out, and finishes once it is put. */
+static void ib_slot_destroy_waits(struct kunit *test)
+{
+	struct ib_slot_pool_attr attr = {
+		.profile = send_only, .nr_slots = 2,
+		.policy = IB_SLOT_BACKPRESSURE, .done = test_done,
+	};
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr qattr = { .qp_type = IB_QPT_RC };
+	struct destroyer d = { };
+	struct task_struct *task;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct ib_qp *qp;
+	u32 nr_cqe;
+
+	attr.pd = env->pd;
+	d.pool = ib_slot_pool_create(&attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, d.pool);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(d.pool, 2, &qattr, &nr_cqe), 0);
+	env->cq = ib_alloc_cq(&env->fdev->ibdev, NULL, nr_cqe, 0,
+			      IB_POLL_DIRECT);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->cq);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, ib_free_cq_action,
+							env->cq), 0);
+	qattr.send_cq = env->cq;
+	qattr.recv_cq = env->cq;
+	qp = ib_create_qp(env->pd, &qattr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
+	sqp = ib_slot_qp_attach(d.pool, qp, &qattr.cap);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sqp);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+
+	init_completion(&d.done);
+	task = kthread_run(destroyer_fn, &d, "ib_slot_destroy");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	KUNIT_EXPECT_EQ(test, wait_for_completion_timeout(&d.done, HZ / 5), 0);
+	ib_slot_put(slot);
+	KUNIT_EXPECT_NE(test, wait_for_completion_timeout(&d.done, 10 * HZ), 0);
+	ib_destroy_qp(qp);
+}
+
+/* ---- seeded random stress across two QPs ---- */
+
+#define STRESS_SLOTS	8
+#define STRESS_WAITERS	6
+
+struct stress {
+	struct kunit		*test;
+	struct ib_slot		*held[2][STRESS_SLOTS];
+	unsigned int		nr_held[2];
+	bool			posted[2][STRESS_SLOTS];
+	struct test_waiter	tw[STRESS_WAITERS];
+	bool			waiting[STRESS_WAITERS];
+	int			order[64];
+	int			pos;
+	unsigned int		posts;
+};
+
+static struct stress *cur_stress;
+
+static int stress_qp_of(struct ib_slot_qp *sqp)
+{
+	return sqp == cur_env->sqp[1];
+}
+
+static void stress_take(struct stress *st, int q, struct ib_slot *slot)
+{
+	st->posted[q][st->nr_held[q]] = false;
+	st->held[q][st->nr_held[q]++] = slot;
+}
+
+static void stress_resume(struct ib_slot_waiter *w)
+{
+	struct test_waiter *tw = container_of(w, struct test_waiter, w);
+	struct stress *st = cur_stress;
+	unsigned int i;
+
+	tw->resumed++;
+	st->waiting[tw->id] = false;
+	for (i = 0; i < w->nr; i++)
+		stress_take(st, stress_qp_of(w->sqp), w->slots[i]);
+}
+
+static void stress_check(struct kunit *test, struct stress *st, int step)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats ps;
+	unsigned int q, i, waiting = 0, outstanding = 0;
+
+	ib_slot_pool_get_stats(env->pool, &ps);
+	for (i = 0; i < STRESS_WAITERS; i++)
+		waiting += st->waiting[i];
+	KUNIT_ASSERT_EQ_MSG(test, env->fdev->sq_overflow, 0, "step %d", step);
+	KUNIT_ASSERT_EQ_MSG(test, env->fdev->cq_overflow, 0, "step %d", step);
+	KUNIT_ASSERT_EQ_MSG(test, ps.in_use, st->nr_held[0] + st->nr_held[1],
+			    "step %d", step);
+	KUNIT_ASSERT_EQ_MSG(test, ps.nr_waiters, waiting, "step %d", step);
+	KUNIT_ASSERT_EQ_MSG(test, ps.misuse, 0, "step %d", step);
+	for (q = 0; q < 2; q++)
+		for (i = 0; i < st->nr_held[q]; i++)
+			outstanding += st->posted[q][i];
+	/* done() ran exactly once for every post that is not outstanding. */
+	KUNIT_ASSERT_EQ_MSG(test, env->nr_done, st->posts - outstanding,
+			    "step %d", step);
+	for (q = 0; q < 2; q++) {
+		struct fake_qp *fqp = to_fqp(env->qp[q]);
+
+		KUNIT_ASSERT_EQ_MSG(test, ib_slot_qp_credits(env->sqp[q]),
+				    fqp->cap - 1 - 3 * st->nr_held[q],
+				    "step %d qp %u", step, q);
+		KUNIT_ASSERT_LE(test, fqp->used, fqp->cap);
+	}
+}
+
+/* Mark slots whose post completed as idle again. */
+static void stress_reap(struct stress *st)
+{
+	unsigned int q, i;
+
+	for (q = 0; q < 2; q++)
+		for (i = 0; i < st->nr_held[q]; i++) {
+			struct test_req *req = req_of(st->held[q][i]);
+
+			if (st->posted[q][i] && req->done == req->seq)
+				st->posted[q][i] = false;
+		}
+}
+
+static void ib_slot_stress(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr wrs[2][STRESS_SLOTS];
+	struct rnd_state rnd;
+	struct scatterlist sg;
+	struct stress *st;
+	int step, q, i;
+
+	st = kunit_kzalloc(test, sizeof(*st), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, st);
+	cur_stress = st;
+	sg_init_one(&sg, env, 64);
+	prandom_seed_state(&rnd, 0x1b510700ULL);
+	test_pool(test, &one_rkey, STRESS_SLOTS, IB_SLOT_BACKPRESSURE, 6);
+	test_qp(test, 0, 4);
+	test_qp(test, 1, 4);
+
+	for (step = 0; step < 5000; step++) {
+		u32 op = prandom_u32_state(&rnd) % 100;
+
+		q = prandom_u32_state(&rnd) % 2;
+		if (op < 30) {			/* get, or queue a waiter */
+			for (i = 0; i < STRESS_WAITERS; i++)
+				if (!st->waiting[i])
+					break;
+			if (i == STRESS_WAITERS)
+				continue;
+			waiter_init(&st->tw[i], env->sqp[q],
+				    1 + prandom_u32_state(&rnd) % 2, i,
+				    st->order, &st->pos);
+			st->tw[i].w.resume = stress_resume;
+			st->waiting[i] = true;
+			if (!ib_slot_get_or_wait(&st->tw[i].w))
+				stress_resume(&st->tw[i].w);
+		} else if (op < 55 && st->nr_held[q]) {	/* post */
+			struct ib_slot *slot;
+
+			i = prandom_u32_state(&rnd) % st->nr_held[q];
+			slot = st->held[q][i];
+			if (st->posted[q][i])
+				continue;
+			if (req_of(slot)->done != req_of(slot)->seq ||
+			    slot->sq_used)
+				continue;	/* one lifetime, one post */
+			memset(&wrs[q][i], 0, sizeof(wrs[q][i]));
+			wrs[q][i].opcode = IB_WR_SEND;
+			map_all(test, slot, &sg);
+			KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &wrs[q][i]), 0);
+			req_of(slot)->seq++;
+			st->posted[q][i] = true;
+			st->posts++;
+		} else if (op < 80) {		/* complete some WRs */
+			fake_complete(to_fqp(env->qp[q]),
+				      prandom_u32_state(&rnd) % 4,
+				      IB_WC_SUCCESS);
+			test_poll(test);
+			stress_reap(st);
+		} else if (op < 95 && st->nr_held[q]) {	/* put an idle slot */
+			i = prandom_u32_state(&rnd) % st->nr_held[q];
+			if (st->posted[q][i])
+				continue;
+			ib_slot_put(st->held[q][i]);
+			st->held[q][i] = st->held[q][st->nr_held[q] - 1];
+			st->posted[q][i] = st->posted[q][st->nr_held[q] - 1];
+			st->nr_held[q]--;
+		} else if (op < 97) {		/* QP error: flush everything */
+			fake_complete(to_fqp(env->qp[q]), U32_MAX,
+				      IB_WC_WR_FLUSH_ERR);
+			test_poll(test);
+			stress_reap(st);
+		} else {			/* cancel a waiter */
+			i = prandom_u32_state(&rnd) % STRESS_WAITERS;
+			if (st->waiting[i] && ib_slot_cancel_wait(&st->tw[i].w))
+				st->waiting[i] = false;
+		}
+		stress_check(test, st, step);
+	}
+
+	/* Wind down: complete everything, cancel waiters, put every slot. */
+	for (i = 0; i < STRESS_WAITERS; i++)
+		if (st->waiting[i] && ib_slot_cancel_wait(&st->tw[i].w))
+			st->waiting[i] = false;
+	for (q = 0; q < 2; q++) {
+		fake_complete_all(to_fqp(env->qp[q]));
+		test_poll(test);
+		stress_reap(st);
+	}
+	stress_check(test, st, step);
+	for (q = 0; q < 2; q++)
+		while (st->nr_held[q])
+			ib_slot_put(st->held[q][--st->nr_held[q]]);
+	stress_check(test, st, step + 1);
+	KUNIT_EXPECT_GT(test, st->posts, 500);
+	KUNIT_EXPECT_EQ(test, env->nr_done, st->posts);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(env->sqp[0]), 12);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(env->sqp[1]), 12);
+}
+
+/* ---- misuse: each case provokes a warning on purpose ---- */
+
+static u64 misuse_count(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats ps;
+
+	ib_slot_pool_get_stats(env->pool, &ps);
+	return ps.misuse;
+}
+
+/* A no-exhaust pool asked for more than its depth: warn, NULL. */
+static void ib_slot_misuse_depth(struct kunit *test)
+{
+	struct ib_slot *a, *b;
+	struct ib_slot_qp *sqp;
+
+	test_pool(test, &send_only, 2, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 2);
+	a = ib_slot_get(sqp);
+	b = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	KUNIT_EXPECT_NULL(test, ib_slot_get(sqp));
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
+	ib_slot_put(a);
+	ib_slot_put(b);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 2);
+}
+
+/* A second put warns and changes nothing. */
+static void ib_slot_misuse_double_put(struct kunit *test)
+{
+	struct ib_slot_pool_stats ps;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *a, *b;
+
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 2);
+	a = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	ib_slot_put(a);
+	ib_slot_put(a);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
+	ib_slot_pool_get_stats(cur_env->pool, &ps);
+	KUNIT_EXPECT_EQ(test, ps.in_use, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 2);
+	/* Both slots still come out once each. */
+	a = ib_slot_get(sqp);
+	b = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	KUNIT_EXPECT_PTR_NE(test, a, b);
+	ib_slot_put(a);
+	ib_slot_put(b);
+}
+
+/* A put with a post outstanding warns and keeps the slot. */
+static void ib_slot_misuse_put_posted(struct kunit *test)
+{
+	struct ib_slot_pool_stats ps;
+	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	struct ib_slot_qp *sqp;
+	struct ib_slot *a;
+
+	test_pool(test, &send_only, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	a = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(a, &send), 0);
+	ib_slot_put(a);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
+	ib_slot_pool_get_stats(cur_env->pool, &ps);
+	KUNIT_EXPECT_EQ(test, ps.in_use, 1);
+	/* A second post while one is outstanding is refused too. */
+	KUNIT_EXPECT_EQ(test, ib_slot_post(a, &send), -EBUSY);
+	fake_complete_all(to_fqp(cur_env->qp[0]));
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(a)->done, 1);
+	ib_slot_put(a);
+	ib_slot_pool_get_stats(cur_env->pool, &ps);
+	KUNIT_EXPECT_EQ(test, ps.in_use, 0);
+}
+
+/* A chain longer than the profile allows is refused before the post. */
+static void ib_slot_misuse_over_profile(struct kunit *test)
+{
+	struct ib_send_wr wrs[2] = { };
+	struct ib_slot_qp *sqp;
+	struct ib_slot *a;
+
+	test_pool(test, &send_only, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	a = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	wrs[0].opcode = IB_WR_SEND;
+	wrs[0].next = &wrs[1];
+	wrs[1].opcode = IB_WR_SEND;
+	KUNIT_EXPECT_EQ(test, ib_slot_post(a, wrs), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, cur_env->fdev->posted, 0);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
+	ib_slot_put(a);
+}
+
+/* A tag taken twice, or a QP detached with slots out, is refused. */
+static void ib_slot_misuse_tag_and_detach(struct kunit *test)
+{
+	struct ib_slot_pool_attr attr = {
+		.profile = send_only, .nr_slots = 2,
+		.policy = IB_SLOT_NO_EXHAUST, .indexed = true,
+		.done = test_done,
+	};
+	struct test_env *env = test->priv;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *a;
+
+	attr.pd = env->pd;
+	env->pool = ib_slot_pool_create(&attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->pool);
+	KUNIT_ASSERT_EQ(test,
+			kunit_add_action_or_reset(test,
+						  ib_slot_pool_destroy_action,
+						  env->pool), 0);
+	sqp = test_qp(test, 0, 2);
+	a = ib_slot_from_tag(sqp, 1);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_EXPECT_NULL(test, ib_slot_from_tag(sqp, 1));
+	KUNIT_EXPECT_NULL(test, ib_slot_from_tag(sqp, 2));
+	KUNIT_EXPECT_NULL(test, ib_slot_get(sqp));
+	ib_slot_qp_detach(sqp);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 4);
+	ib_slot_put(a);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 2);
+}
+
+/* A get on a pool being destroyed warns and fails. */
+static void ib_slot_misuse_get_dying(struct kunit *test)
+{
+	struct ib_slot_pool_attr attr = {
+		.profile = send_only, .nr_slots = 1,
+		.policy = IB_SLOT_BACKPRESSURE, .done = test_done,
+	};
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr qattr = { .qp_type = IB_QPT_RC };
+	struct ib_slot_pool_stats ps;
+	struct destroyer d = { };
+	struct task_struct *task;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *a;
+	struct ib_qp *qp;
+	u32 nr_cqe;
+	int i;
+
+	attr.pd = env->pd;
+	d.pool = ib_slot_pool_create(&attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, d.pool);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(d.pool, 2, &qattr, &nr_cqe), 0);
+	env->cq = ib_alloc_cq(&env->fdev->ibdev, NULL, nr_cqe, 0,
+			      IB_POLL_DIRECT);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->cq);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, ib_free_cq_action,
+							env->cq), 0);
+	qattr.send_cq = env->cq;
+	qattr.recv_cq = env->cq;
+	qp = ib_create_qp(env->pd, &qattr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
+	sqp = ib_slot_qp_attach(d.pool, qp, &qattr.cap);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sqp);
+	a = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+
+	init_completion(&d.done);
+	task = kthread_run(destroyer_fn, &d, "ib_slot_destroy");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	/* Exhausted gets fail quietly; once destroy has begun, they warn. */
+	for (i = 0; i < 500; i++) {
+		KUNIT_EXPECT_NULL(test, ib_slot_get(sqp));
+		ib_slot_pool_get_stats(d.pool, &ps);
+		if (ps.misuse)
+			break;
+		msleep(20);
+	}
+	ib_slot_pool_get_stats(d.pool, &ps);
+	KUNIT_EXPECT_EQ(test, ps.misuse, 1);
+	KUNIT_EXPECT_EQ(test, ps.in_use, 1);
+	ib_slot_put(a);
+	KUNIT_EXPECT_NE(test, wait_for_completion_timeout(&d.done, 10 * HZ), 0);
+	ib_destroy_qp(qp);
+}
+
+static struct kunit_case ib_slot_test_cases[] = {
+	KUNIT_CASE(ib_slot_no_exhaust_depth),
+	KUNIT_CASE(ib_slot_indexed_tags),
+	KUNIT_CASE(ib_slot_qp_caps_granted),
+	KUNIT_CASE(ib_slot_unsignaled_credit),
+	KUNIT_CASE(ib_slot_flush_balances),
+	KUNIT_CASE(ib_slot_first_error),
+	KUNIT_CASE(ib_slot_backpressure_fifo),
+	KUNIT_CASE(ib_slot_large_not_starved),
+	KUNIT_CASE(ib_slot_bulk_all_or_nothing),
+	KUNIT_CASE(ib_slot_cancel),
+	KUNIT_CASE(ib_slot_sleeping_get),
+	KUNIT_CASE(ib_slot_fair_share),
+	KUNIT_CASE(ib_slot_credits_per_qp),
+	KUNIT_CASE(ib_slot_fence_remote),
+	KUNIT_CASE(ib_slot_fence_local),
+	KUNIT_CASE(ib_slot_fence_waits_for_send),
+	KUNIT_CASE(ib_slot_reuse_after_flush),
+	KUNIT_CASE_SLOW(ib_slot_destroy_waits),
+	{}
+};
+
+static struct kunit_suite ib_slot_test_suite = {
+	.name = "ib_slot",
+	.init = ib_slot_test_init,
+	.test_cases = ib_slot_test_cases,
+};
+
+static struct kunit_case ib_slot_cost_test_cases[] = {
+	KUNIT_CASE_PARAM(ib_slot_cost_rules, ib_slot_cost_gen_params),
+	KUNIT_CASE_PARAM(ib_slot_chain_fits, ib_slot_cost_gen_params),
+	{}
+};
+
+static struct kunit_suite ib_slot_cost_test_suite = {
+	.name = "ib_slot_cost",
+	.init = ib_slot_test_init,
+	.test_cases = ib_slot_cost_test_cases,
+};
+
+static struct kunit_case ib_slot_stress_test_cases[] = {
+	KUNIT_CASE_SLOW(ib_slot_stress),
+	{}
+};
+
+static struct kunit_suite ib_slot_stress_test_suite = {
+	.name = "ib_slot_stress",
+	.init = ib_slot_test_init,
+	.test_cases = ib_slot_stress_test_cases,
+};
+
+/*
+ * Every case here warns on purpose: run this suite with panic_on_warn=0,
+ * and the others with panic_on_warn=1.
+ */
+static struct kunit_case ib_slot_misuse_test_cases[] = {
+	KUNIT_CASE(ib_slot_misuse_depth),
+	KUNIT_CASE(ib_slot_misuse_double_put),
+	KUNIT_CASE(ib_slot_misuse_put_posted),
+	KUNIT_CASE(ib_slot_misuse_over_profile),
+	KUNIT_CASE(ib_slot_misuse_tag_and_detach),
+	KUNIT_CASE_SLOW(ib_slot_misuse_get_dying),
+	{}
+};
+
+static struct kunit_suite ib_slot_misuse_test_suite = {
+	.name = "ib_slot_misuse",
+	.init = ib_slot_test_init,
+	.test_cases = ib_slot_misuse_test_cases,
+};
+
+kunit_test_suites(&ib_slot_test_suite, &ib_slot_cost_test_suite,
+		  &ib_slot_stress_test_suite, &ib_slot_misuse_test_suite);
+
+MODULE_DESCRIPTION("KUnit tests for ib_slot pools");
+MODULE_LICENSE("GPL");

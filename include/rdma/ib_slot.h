@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Pooled bundles of MRs, Send Queue credits and a completion callback.
+ */
+#ifndef _RDMA_IB_SLOT_H
+#define _RDMA_IB_SLOT_H
+
+#include <linux/completion.h>
+#include <linux/list.h>
+#include <rdma/ib_verbs.h>
+
+struct ib_slot;
+struct ib_slot_pool;
+struct ib_slot_qp;
+
+/* The most MRs one slot may bundle; keeps a post's chain on the stack. */
+#define IB_SLOT_MAX_MRS		16
+
+/**
+ * enum ib_slot_policy - what a pool does when it runs out of slots
+ * @IB_SLOT_NO_EXHAUST: the pool is sized for the ULP's own queue depth, so
+ *	a get never fails while the ULP respects that depth; a get beyond it
+ *	is a bug (warning, %NULL).  Initiators: NFS client, SRP, NVMe host.
+ * @IB_SLOT_BACKPRESSURE: a get may fail; the ULP queues a waiter and stops
+ *	processing until slots return.  Targets: svcrdma, srpt, nvmet.
+ */
+enum ib_slot_policy {
+	IB_SLOT_NO_EXHAUST,
+	IB_SLOT_BACKPRESSURE,
+};
+
+/**
+ * enum ib_slot_fence - when the rkey-side MRs of a slot are invalidated
+ * @IB_SLOT_FENCE_LAZY: invalidate at the next registration of the MR, in
+ *	the same post (the rdma_rw and SRP model).
+ * @IB_SLOT_FENCE_SYNC: the ULP calls ib_slot_fence() when the peer is done
+ *	with the memory; the MRs are dead when its callback runs (the NFS
+ *	client and NVMe host model).
+ */
+enum ib_slot_fence {
+	IB_SLOT_FENCE_LAZY,
+	IB_SLOT_FENCE_SYNC,
+};
+
+/**
+ * struct ib_slot_profile - what one slot may do between get and put
+ * @nr_rkey_mrs: MRs exposed to the peer; each costs a REG_MR and a
+ *	LOCAL_INV Send WR
+ * @nr_lkey_mrs: MRs used as local sink or source of an RDMA operation
+ *	(the iWARP RDMA READ sink); each costs LOCAL_INV, REG_MR and one RDMA
+ *	WR
+ * @max_pages_per_mr: page list length of each MR
+ * @max_rdma_sges: SGEs moved by RDMA READ/WRITE without an MR
+ * @max_send_sge: SGEs per Send WR the QP must accept (0 means 1)
+ * @nr_sends: SEND (or SEND_WITH_INV) WRs
+ * @nr_recvs: Receive WRs the slot consumes (0 for SRQ users)
+ * @integrity: the rkey MRs are integrity (T10-PI) MRs
+ * @fence: see &enum ib_slot_fence
+ */
+struct ib_slot_profile {
+	u8			nr_rkey_mrs;
+	u8			nr_lkey_mrs;
+	u32			max_pages_per_mr;
+	u32			max_rdma_sges;
+	u32			max_send_sge;
+	u8			nr_sends;
+	u8			nr_recvs;
+	bool			integrity;
+	enum ib_slot_fence	fence;
+};
+
+/**
+ * struct ib_slot_cost - worst-case queue entries of one slot lifetime
+ * @sqes: Send Queue entries, including REG_MR and LOCAL_INV
+ * @cqes: Completion Queue entries: a flush completes every outstanding WR,
+ *	signaled or not, so this is @sqes + @rqes
+ * @rqes: Receive Queue entries
+ */
+struct ib_slot_cost {
+	u32	sqes;
+	u32	cqes;
+	u32	rqes;
+};
+
+/**
+ * struct ib_slot_pool_attr - parameters for ib_slot_pool_create()
+ * @pd: protection domain of the MRs; every QP attached must use it
+ * @profile: what each slot may do
+ * @nr_slots: number of slots
+ * @policy: see &enum ib_slot_policy
+ * @indexed: slots are taken by the ULP's own tag with ib_slot_from_tag()
+ *	instead of an allocator (%IB_SLOT_NO_EXHAUST only)
+ * @fair_share: most slots one QP may hold at once (0: no limit)
+ * @priv_size: bytes of ULP context per slot, see ib_slot_priv()
+ * @name: name in debugfs and in messages
+ * @done: called once per ib_slot_post(), when its last WR completes or is
+ *	flushed; @wc->status is the first error of the post, if any
+ */
+struct ib_slot_pool_attr {
+	struct ib_pd		*pd;
+	struct ib_slot_profile	profile;
+	u32			nr_slots;
+	enum ib_slot_policy	policy;
+	bool			indexed;
+	u32			fair_share;
+	size_t			priv_size;
+	const char		*name;
+	void (*done)(struct ib_slot *slot, const struct ib_wc *wc);
+};
+
+/**
+ * struct ib_slot_mr - one MR of a slot and the WRs that register and
+ *	invalidate it
+ * @mr: the MR
+ * @reg_wr: REG_MR WR prepared by ib_slot_map_mr()
+ * @inv_wr: LOCAL_INV WR
+ * @mapped: ib_slot_map_mr() ran since the last post
+ */
+struct ib_slot_mr {
+	struct ib_mr		*mr;
+	struct ib_reg_wr	reg_wr;
+	struct ib_send_wr	inv_wr;
+	bool			mapped;
+};
+
+/**
+ * struct ib_slot - one request's MRs, Send Queue credits and completion
+ * @cqe: carried by the last (signaled) WR of every post; drives @done
+ * @aux_cqe: carried by the other WRs of a post, so that their flush or
+ *	error completions are attributed and never dropped
+ * @inv_cqe: carried by the LOCAL_INV WRs posted by ib_slot_fence()
+ * @pool: owning pool
+ * @sqp: the QP the slot is bound to between get and put
+ * @mrs: @nr_mrs MRs, rkey-side first
+ * @nr_mrs: number of entries in @mrs
+ * @tag: index of the slot in its pool
+ * @sq_used: Send Queue entries posted since get
+ * @busy: outstanding posts, plus one while ib_slot_fence() runs
+ * @flags: %IB_SLOT_F_* bits
+ * @status: first error status of the current post
+ * @fence_status: first error status of the current fence
+ * @fenced: callback of a pending ib_slot_fence()
+ *
+ * A slot lives from ib_slot_get() to ib_slot_put(), and every WR posted
+ * through it completes (or is flushed) before the put.
+ */
+struct ib_slot {
+	struct ib_cqe		cqe;
+	struct ib_cqe		aux_cqe;
+	struct ib_cqe		inv_cqe;
+	struct ib_slot_pool	*pool;
+	struct ib_slot_qp	*sqp;
+	struct ib_slot_mr	*mrs;
+	u8			nr_mrs;
+	u32			tag;
+	u32			sq_used;
+	atomic_t		busy;
+	unsigned long		flags;
+	enum ib_wc_status	status;
+	enum ib_wc_status	fence_status;
+	void (*fenced)(struct ib_slot *slot);
+};
+
+/**
+ * struct ib_slot_waiter - a request waiting for slots of a back-pressure pool
+ * @entry: in the pool's FIFO of waiters
+ * @sqp: QP the slots are for
+ * @nr: number of slots wanted, all or nothing
+ * @slots: filled with @nr slots before @resume runs
+ * @error: 0, or -ESHUTDOWN when the pool is destroyed
+ * @resume: called once the slots are granted, in the context of the
+ *	ib_slot_put() that freed them, with no pool lock held
+ */
+struct ib_slot_waiter {
+	struct list_head	entry;
+	struct ib_slot_qp	*sqp;
+	unsigned int		nr;
+	struct ib_slot		**slots;
+	int			error;
+	void (*resume)(struct ib_slot_waiter *w);
+};
+
+/**
+ * struct ib_slot_pool_stats - a snapshot of a pool's counters
+ * @nr_slots: slots in the pool
+ * @in_use: slots taken now
+ * @high_water: most slots taken at once
+ * @nr_waiters: waiters queued now
+ * @exhausted: gets that found no slot or no credit
+ * @waits: waiters queued since creation
+ * @resumed: waiters granted after waiting
+ * @misuse: API misuses caught (each also warned once)
+ * @remote_inv: rkeys invalidated by the peer, sparing a LOCAL_INV
+ * @local_inv: LOCAL_INV WRs posted
+ */
+struct ib_slot_pool_stats {
+	u32	nr_slots;
+	u32	in_use;
+	u32	high_water;
+	u32	nr_waiters;
+	u64	exhausted;
+	u64	waits;
+	u64	resumed;
+	u64	misuse;
+	u64	remote_inv;
+	u64	local_inv;
+};
+
+int ib_slot_profile_cost(struct ib_device *dev,
+			 const struct ib_slot_profile *profile,
+			 struct ib_slot_cost *cost);
+
+struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr);
+void ib_slot_pool_destroy(struct ib_slot_pool *pool);
+void ib_slot_pool_get_stats(struct ib_slot_pool *pool,
+			    struct ib_slot_pool_stats *stats);
+
+int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
+		    struct ib_qp_init_attr *init_attr, u32 *nr_cqe);
+struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
+				     struct ib_qp *qp,
+				     const struct ib_qp_cap *granted);
+void ib_slot_qp_detach(struct ib_slot_qp *sqp);
+u32 ib_slot_qp_credits(const struct ib_slot_qp *sqp);
+
+struct ib_slot *ib_slot_get(struct ib_slot_qp *sqp);
+int ib_slot_get_bulk(struct ib_slot_qp *sqp, unsigned int nr,
+		     struct ib_slot **slots);
+struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag);
+int ib_slot_get_or_wait(struct ib_slot_waiter *w);
+bool ib_slot_cancel_wait(struct ib_slot_waiter *w);
+int ib_slot_get_wait(struct ib_slot_qp *sqp, unsigned int nr,
+		     struct ib_slot **slots);
+void ib_slot_put(struct ib_slot *slot);
+
+int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
+		   struct scatterlist *sg, int sg_nents,
+		   unsigned int *sg_offset, int access);
+int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr);
+int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
+		  void (*fenced)(struct ib_slot *slot));
+
+/* The ULP context follows the slot, cache-line aligned. */
+static inline void *ib_slot_priv(struct ib_slot *slot)
+{
+	return (void *)slot + ALIGN(sizeof(*slot), SMP_CACHE_BYTES);
+}
+
+static inline u32 ib_slot_rkey(const struct ib_slot *slot, unsigned int idx)
+{
+	return slot->mrs[idx].mr->rkey;
+}
+
+#endif /* _RDMA_IB_SLOT_H */

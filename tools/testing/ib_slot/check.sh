@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Everything "make check" runs: static checks, the per-patch build
+# (bisectability, W=1), the test kernel, KUnit under QEMU and the VM
+# integration tests.  Each check prints PASS or FAIL; the last line is
+# "N passed, N failed".
+# env: SKIP_BISECT=1, SKIP_VM=1 to leave those parts out.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+PASS=0 FAIL=0
+result() {	# result <ok?> <name> [detail]
+	if [ "$1" = 0 ]; then
+		echo "PASS $2${3:+ ($3)}"; PASS=$((PASS + 1))
+	else
+		echo "FAIL $2${3:+ ($3)}"; FAIL=$((FAIL + 1))
+	fi
+}
+# Add the "name: N passed, N failed" totals of a sub-runner.
+tally() {
+	local line p f
+	line=$(grep -aE '^[a-z]+: [0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
+	p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
+	f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+	if [ -z "$line" ]; then
+		echo "FAIL $2 (no summary)"; FAIL=$((FAIL + 1))
+	else
+		PASS=$((PASS + p)); FAIL=$((FAIL + f))
+	fi
+}
+LOG=${LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/ib-slot-check.XXXXXX")}
+export LOGDIR
+T0=$(now)
+
+"$TOOLS/deps.sh" || die "could not install the build dependencies"
+"$TOOLS/prepare.sh" || die "could not prepare the kernel tree"
+
+say "static checks: checkpatch --strict, kernel-doc -Wall"
+cd "$SRC"
+for p in $(series); do
+	o=$(scripts/checkpatch.pl --strict -q "patches/$p" 2>&1)
+	result $? "checkpatch/$p" "$(grep -cE '^(ERROR|WARNING|CHECK)' <<<"$o") issues"
+	[ -z "$o" ] || echo "$o" | head -20
+done
+for f in $(overlay_all); do
+	case $f in *.c|*.h) ;; *) continue ;; esac
+	o=$(scripts/checkpatch.pl --strict -q -f "$f" 2>&1)
+	result $? "checkpatch/$f"
+	[ -z "$o" ] || echo "$o" | head -20
+	o=$(scripts/kernel-doc -none -Wall "$f" 2>&1)
+	[ -z "$o" ]; result $? "kernel-doc/$f"
+	[ -z "$o" ] || echo "$o" | head -20
+done
+cd "$TOP"
+
+if [ "${SKIP_BISECT:-0}" != 1 ]; then
+	say "bisect: every patch builds on its own, W=1 clean"
+	"$TOOLS/build.sh" --configure-only >/dev/null || die "configure failed"
+	n=0
+	for p in $(series); do
+		n=$((n + 1))
+		"$TOOLS/prepare.sh" $n >/dev/null 2>&1
+		objs=$( (sed -n 's#^+++ b/\(.*\.c\)$#\1#p' "$TOP/patches/$p"
+			 overlay_of "$p" | grep '\.c$') | sed 's/\.c$/.o/' | sort -u)
+		if [ -z "$objs" ]; then
+			result 0 "bisect/$p" "no C file"
+			continue
+		fi
+		o=$("${KMAKE[@]}" -s W=1 $objs 2>&1)
+		rc=$?
+		[ $rc = 0 ] && grep -qE 'warning:|error:' <<<"$o" && rc=1
+		result $rc "bisect/$p" "$(echo $objs)"
+		[ $rc = 0 ] || echo "$o" | tail -20
+	done
+	"$TOOLS/prepare.sh" >/dev/null 2>&1
+	rm -f "$BUILD/.ib-slot-config"	# the per-patch builds changed .config
+fi
+
+t=$(now)
+if "$TOOLS/build.sh" > "$LOG/build.log" 2>&1; then
+	result 0 "build/$FLAVOUR" "$(since "$t") s"
+else
+	result 1 "build/$FLAVOUR" "see $LOG/build.log"
+	tail -30 "$LOG/build.log"
+	echo "$PASS passed, $FAIL failed"
+	exit 1
+fi
+
+"$TOOLS/kunit.sh" 2>&1 | tee "$LOG/kunit.out"
+tally "$LOG/kunit.out" kunit
+if [ "${SKIP_VM:-0}" != 1 ]; then
+	"$TOOLS/vmtest.sh" 2>&1 | tee "$LOG/vmtest.out"
+	tally "$LOG/vmtest.out" vmtest
+fi
+
+say "check finished in $(since "$T0") s, logs in $LOG"
+echo "$PASS passed, $FAIL failed"
+[ $FAIL = 0 ]

@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: GPL-2.0
+# Common settings for the ib_slot build and test scripts.  Sourced, not run.
+#
+# IB_SLOT_CACHE  where the prepared tree, build directories and ccache live
+# KSRC           use this 6.12+ tree instead of Debian's linux-source-6.12
+# DEBUG=1        use the debug flavour (KASAN, kmemleak) instead of the default
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+TOOLS=$TOP/tools/testing/ib_slot
+CACHE=${IB_SLOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ib-slot}
+DEB_TARBALL=/usr/src/linux-source-6.12.tar.xz
+
+if [ -n "${KSRC:-}" ]; then
+	BASE_ID=ksrc-$(readlink -f "$KSRC" | sha1sum | cut -c1-12)
+else
+	BASE_ID=deb-$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo none)
+fi
+BASE_DIR=$CACHE/$BASE_ID
+SRC=$BASE_DIR/linux
+PRISTINE=$BASE_DIR/pristine
+if [ "${DEBUG:-0}" = 1 ]; then FLAVOUR=debug; else FLAVOUR=default; fi
+BUILD=$BASE_DIR/build-$FLAVOUR
+MOD=$BASE_DIR/mod-$FLAVOUR
+KERNEL=$BUILD/arch/x86/boot/bzImage
+
+export CCACHE_DIR=$CACHE/ccache
+export CCACHE_BASEDIR=$BASE_DIR
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-4G}
+export KBUILD_BUILD_TIMESTAMP='2025-01-01' KBUILD_BUILD_USER=ib-slot KBUILD_BUILD_HOST=ib-slot
+JOBS=${JOBS:-$(nproc)}
+KMAKE=(make -C "$SRC" O="$BUILD" ARCH=x86_64 CC="ccache gcc" -j"$JOBS")
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+now() { date +%s.%N; }
+since() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
+
+# The quilt series, in order, without comments.
+series() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/patches/series"; }
+
+# New files (overlay) introduced by patch $1, from patches/overlay.
+overlay_of() { awk -v p="$1" '$1 == p { for (i = 2; i <= NF; i++) print $i }' "$TOP/patches/overlay"; }
+
+# All overlay files, in series order.
+overlay_all() { local p; for p in $(series); do overlay_of "$p"; done; }
