@@ -399,7 +399,7 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 		w->resume(w);
 	}
 
-	/* Pairs with the atomic_inc_return_release() in ib_slot_release(). */
+	/* Pairs with the atomic_inc_return_release() in ib_slot_put(). */
 	wait_var_event(&pool->avail,
 		       atomic_read_acquire(&pool->avail) == pool->nr_slots);
 
@@ -691,6 +691,9 @@ static int ib_slot_get_fast(struct ib_slot_qp *sqp, unsigned int nr,
 
 	if (ib_slot_misuse(pool, READ_ONCE(pool->dying)))
 		return -ESHUTDOWN;
+	/* Indexed pools have no allocator: ib_slot_from_tag() only. */
+	if (ib_slot_misuse(pool, pool->indexed))
+		return -EINVAL;
 	if (!nr || nr > sqp->fair_share)
 		return -EINVAL;
 	/* Queued waiters go first: no barging, no starvation. */
@@ -721,13 +724,16 @@ static int ib_slot_get_fast(struct ib_slot_qp *sqp, unsigned int nr,
 struct ib_slot *ib_slot_get(struct ib_slot_qp *sqp)
 {
 	struct ib_slot *slot;
+	int ret;
 
-	if (ib_slot_get_fast(sqp, 1, &slot)) {
+	ret = ib_slot_get_fast(sqp, 1, &slot);
+	if (likely(!ret))
+		return slot;
+	/* Exhausting a no-exhaust pool means the ULP overran its depth. */
+	if (ret == -ENOSPC || ret == -EBUSY)
 		ib_slot_misuse(sqp->pool,
 			       sqp->pool->policy == IB_SLOT_NO_EXHAUST);
-		return NULL;
-	}
-	return slot;
+	return NULL;
 }
 EXPORT_SYMBOL(ib_slot_get);
 
@@ -816,6 +822,11 @@ int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 
 	w->error = 0;
 	spin_lock_bh(&pool->lock);
+	if (unlikely(pool->dying)) {
+		/* Destroy already flushed the queue: nobody would resume @w. */
+		spin_unlock_bh(&pool->lock);
+		return -ESHUTDOWN;
+	}
 	list_add_tail(&w->entry, &pool->waiters);
 	atomic_inc(&pool->nr_waiters);
 	/* Pairs with smp_mb__after_atomic() in ib_slot_kick(). */
@@ -942,7 +953,8 @@ void ib_slot_put(struct ib_slot *slot)
 	struct ib_slot_qp *sqp = slot->sqp;
 	int avail;
 
-	if (ib_slot_misuse(pool, atomic_read(&slot->busy)))
+	if (ib_slot_misuse(pool, test_bit(IB_SLOT_F_POSTED, &slot->flags) ||
+			   READ_ONCE(slot->fenced)))
 		return;
 	if (ib_slot_misuse(pool, !test_and_clear_bit(IB_SLOT_F_IN_USE,
 						     &slot->flags)))
@@ -1114,18 +1126,11 @@ static void ib_slot_unbusy(struct ib_slot *slot)
 		fenced(slot);
 }
 
-static void ib_slot_wc_error(struct ib_slot *slot, enum ib_wc_status *status,
-			     const struct ib_wc *wc)
+/* Keep the first error of a chain: the rest are flushes it caused. */
+static void ib_slot_wc_error(enum ib_wc_status *status, const struct ib_wc *wc)
 {
-	unsigned int i;
-
-	if (likely(wc->status == IB_WC_SUCCESS))
-		return;
-	if (*status == IB_WC_SUCCESS)
+	if (unlikely(wc->status != IB_WC_SUCCESS) && *status == IB_WC_SUCCESS)
 		*status = wc->status;
-	/* A flushed LOCAL_INV or REG_MR leaves the MR in an unknown state. */
-	for (i = 0; i < slot->nr_mrs; i++)
-		slot->mrs[i].mr->need_inval = true;
 }
 
 static void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc)
@@ -1133,7 +1138,7 @@ static void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc)
 	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot,
 					    aux_cqe);
 
-	ib_slot_wc_error(slot, &slot->status, wc);
+	ib_slot_wc_error(&slot->status, wc);
 }
 
 static void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -1141,15 +1146,20 @@ static void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot, cqe);
 	struct ib_wc first;
 
-	ib_slot_wc_error(slot, &slot->status, wc);
+	ib_slot_wc_error(&slot->status, wc);
 	if (unlikely(slot->status != wc->status)) {
 		/* Report the error that started a flush, not the flush. */
 		first = *wc;
 		first.status = slot->status;
 		wc = &first;
 	}
+	/* done() may post again, or put the slot if no fence is pending. */
 	clear_bit(IB_SLOT_F_POSTED, &slot->flags);
 	slot->pool->done(slot, wc);
+	/*
+	 * Only a count from here on: if done() put the slot, its next owner
+	 * balances its own posts, and whoever reaches zero runs the fence.
+	 */
 	ib_slot_unbusy(slot);
 }
 
@@ -1158,7 +1168,14 @@ static void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc)
 	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot,
 					    inv_cqe);
 
-	ib_slot_wc_error(slot, &slot->fence_status, wc);
+	ib_slot_wc_error(&slot->fence_status, wc);
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		unsigned int i;
+
+		/* The rkeys may still be valid: invalidate before reuse. */
+		for (i = 0; i < slot->pool->profile.nr_rkey_mrs; i++)
+			slot->mrs[i].mr->need_inval = true;
+	}
 	ib_slot_unbusy(slot);
 }
 

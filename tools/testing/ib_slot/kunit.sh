@@ -22,7 +22,7 @@ fi
 
 t0=$(now)
 "$TOOLS/vm/run.sh" -t 300 -o "$out" -a panic_on_warn=1 -a panic=-1 \
-	"$TOOLS/kunit/guest.sh" "$list" > "$out/console.log" 2>&1
+	"$TOOLS/kunit/guest.sh" /run/out/suites > "$out/console.log" 2>&1
 vmrc=$?
 say "kunit VM finished in $(since "$t0") s (exit $vmrc), logs in $out"
 

