@@ -22,6 +22,9 @@
 
 #include "core_priv.h"
 
+/* Opcodes a slot may post: the ib_wr_opcode values up to REG_MR_INTEGRITY. */
+#define IB_SLOT_NR_OPCODES	(IB_WR_REG_MR_INTEGRITY + 1)
+
 /* slot->flags */
 enum {
 	IB_SLOT_F_IN_USE,
@@ -40,6 +43,8 @@ struct ib_slot_pool {
 	u32			fair_share;
 	size_t			slot_size;
 	void (*done)(struct ib_slot *slot, const struct ib_wc *wc);
+	/* Send Queue units per WR, by opcode; 0: the provider refuses it. */
+	u8			units[IB_SLOT_NR_OPCODES];
 
 	struct sbitmap		map;
 	void			*slots;
@@ -119,6 +124,42 @@ static bool ib_slot_add_below(atomic_t *v, int n, int limit)
 	return true;
 }
 
+/* The QP a profile needs, as the provider hooks are asked about it. */
+static void ib_slot_qp_attr(const struct ib_slot_profile *p,
+			    struct ib_qp_init_attr *attr)
+{
+	*attr = (struct ib_qp_init_attr){
+		.qp_type = IB_QPT_RC,
+		.cap = { .max_send_sge = max(p->max_send_sge, 1U),
+			 .max_recv_sge = 1 },
+		.create_flags = p->integrity ? IB_QP_CREATE_INTEGRITY_EN : 0,
+	};
+}
+
+/* Charge @nr WRs of @opcode (of RDMA READ or WRITE, whichever costs more). */
+static int ib_slot_charge(struct ib_device *dev,
+			  const struct ib_qp_init_attr *attr,
+			  enum ib_wr_opcode opcode, u32 num_sge, u32 nr,
+			  struct ib_slot_cost *cost)
+{
+	struct ib_wr_cost c, w;
+	int ret;
+
+	if (!nr)
+		return 0;
+	ret = ib_get_wr_cost(dev, attr, opcode, num_sge, &c);
+	if (!ret && opcode == IB_WR_RDMA_READ) {
+		ret = ib_get_wr_cost(dev, attr, IB_WR_RDMA_WRITE, num_sge, &w);
+		c.sq_units = max(c.sq_units, w.sq_units);
+		c.cqe_error = max(c.cqe_error, w.cqe_error);
+	}
+	if (ret)
+		return ret;
+	cost->sqes += nr * c.sq_units;
+	cost->cqes += nr * c.cqe_error;
+	return 0;
+}
+
 /**
  * ib_slot_profile_cost - worst-case queue entries of one slot lifetime
  * @dev: device the slots will be used on
@@ -128,8 +169,9 @@ static bool ib_slot_add_below(atomic_t *v, int n, int limit)
  * Applies the cost rules of Documentation/infiniband/slot.rst: an rkey MR
  * costs REG_MR and LOCAL_INV; an lkey MR LOCAL_INV, REG_MR and the RDMA WR
  * it serves; direct RDMA one WR per @profile->max_send_sge SGEs; a send one
- * WR.  A flush completes every outstanding WR, signaled or not, so the
- * Completion Queue must hold one entry per Send and Receive entry.
+ * WR.  Each WR costs the Send Queue units and the error completions the
+ * device reports through ib_get_wr_cost(): a flush completes every
+ * outstanding WR, signaled or not.
  *
  * Context: Any context.
  * Return: 0, or -EINVAL if @profile is not valid for @dev (the reason is
@@ -139,33 +181,44 @@ int ib_slot_profile_cost(struct ib_device *dev,
 			 const struct ib_slot_profile *profile,
 			 struct ib_slot_cost *cost)
 {
-	u32 nr_mrs = profile->nr_rkey_mrs + profile->nr_lkey_mrs;
+	u32 rkey = profile->nr_rkey_mrs, lkey = profile->nr_lkey_mrs;
 	u32 sge = max(profile->max_send_sge, 1U);
+	enum ib_wr_opcode reg = profile->integrity ? IB_WR_REG_MR_INTEGRITY :
+						     IB_WR_REG_MR;
+	struct ib_qp_init_attr attr;
 	const char *why = NULL;
 
-	if (nr_mrs > IB_SLOT_MAX_MRS)
+	if (rkey + lkey > IB_SLOT_MAX_MRS)
 		why = "too many MRs per slot";
-	else if (nr_mrs && !profile->max_pages_per_mr)
+	else if (rkey + lkey && !profile->max_pages_per_mr)
 		why = "MRs need max_pages_per_mr";
-	else if (nr_mrs && dev->attrs.max_fast_reg_page_list_len &&
+	else if (rkey + lkey && dev->attrs.max_fast_reg_page_list_len &&
 		 profile->max_pages_per_mr >
 		 dev->attrs.max_fast_reg_page_list_len)
 		why = "max_pages_per_mr above the device limit";
 	else if (profile->integrity &&
 		 !(dev->attrs.kernel_cap_flags & IBK_INTEGRITY_HANDOVER))
 		why = "device has no integrity offload";
-	else if (profile->integrity && profile->nr_lkey_mrs)
+	else if (profile->integrity && lkey)
 		why = "integrity applies to rkey MRs only";
 	else if (profile->fence > IB_SLOT_FENCE_SYNC)
 		why = "unknown fence mode";
 	else if (dev->attrs.max_send_sge && sge > dev->attrs.max_send_sge)
 		why = "max_send_sge above the device limit";
 
-	cost->sqes = 2 * profile->nr_rkey_mrs + 3 * profile->nr_lkey_mrs +
-		     DIV_ROUND_UP(profile->max_rdma_sges, sge) +
-		     profile->nr_sends;
-	cost->rqes = profile->nr_recvs;
-	cost->cqes = cost->sqes + cost->rqes;
+	*cost = (struct ib_slot_cost){ .rqes = profile->nr_recvs,
+				       .cqes = profile->nr_recvs };
+	ib_slot_qp_attr(profile, &attr);
+	if (!why &&
+	    (ib_slot_charge(dev, &attr, reg, 0, rkey, cost) ||
+	     ib_slot_charge(dev, &attr, IB_WR_REG_MR, 0, lkey, cost) ||
+	     ib_slot_charge(dev, &attr, IB_WR_LOCAL_INV, 0, rkey + lkey, cost) ||
+	     ib_slot_charge(dev, &attr, IB_WR_RDMA_READ, 1, lkey, cost) ||
+	     ib_slot_charge(dev, &attr, IB_WR_RDMA_READ, sge,
+			    DIV_ROUND_UP(profile->max_rdma_sges, sge), cost) ||
+	     ib_slot_charge(dev, &attr, IB_WR_SEND, sge, profile->nr_sends,
+			    cost)))
+		why = "device cannot post a WR of the profile";
 	if (!why && !cost->sqes && !cost->rqes)
 		why = "profile posts nothing";
 	if (why) {
@@ -231,6 +284,19 @@ static int ib_slot_alloc_mrs(struct ib_slot_pool *pool)
 		}
 	}
 	return 0;
+}
+
+static void ib_slot_fill_units(struct ib_slot_pool *pool)
+{
+	u32 sge = max(pool->profile.max_send_sge, 1U);
+	struct ib_qp_init_attr attr;
+	struct ib_wr_cost c;
+	int op;
+
+	ib_slot_qp_attr(&pool->profile, &attr);
+	for (op = 0; op < IB_SLOT_NR_OPCODES; op++)
+		if (!ib_get_wr_cost(pool->dev, &attr, op, sge, &c))
+			pool->units[op] = min_t(u16, c.sq_units, U8_MAX);
 }
 
 static int ib_slot_pool_show(struct seq_file *s, void *unused)
@@ -327,6 +393,7 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	pool->done = attr->done;
 	pool->slot_size = ALIGN(sizeof(struct ib_slot), SMP_CACHE_BYTES) +
 			  ALIGN(attr->priv_size, SMP_CACHE_BYTES);
+	ib_slot_fill_units(pool);
 	atomic_set(&pool->avail, attr->nr_slots);
 	spin_lock_init(&pool->lock);
 	INIT_LIST_HEAD(&pool->waiters);
@@ -442,32 +509,43 @@ EXPORT_SYMBOL(ib_slot_pool_get_stats);
  * @nr_cqe: set to the Completion Queue entries the QP needs
  *
  * Adds one Send and one Receive entry, and their completions, for
- * ib_drain_qp().  Call ib_slot_qp_attach() with the caps the device
+ * ib_drain_qp(), and checks the result against the largest Send Queue the
+ * device accepts for these caps (ib_query_qp_budget()), which may be less
+ * than attrs.max_qp_wr.  Call ib_slot_qp_attach() with the caps the device
  * granted after creating the QP.
  *
  * Context: Any context.
- * Return: 0, or -EINVAL if the device cannot hold @nr_slots slots.
+ * Return: 0, or -EINVAL if the device cannot hold @nr_slots slots (the
+ * reason is logged).
  */
 int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
 		    struct ib_qp_init_attr *init_attr, u32 *nr_cqe)
 {
 	struct ib_device_attr *da = &pool->dev->attrs;
-	u64 sq = (u64)nr_slots * pool->cost.sqes + 1;
+	u32 drain = pool->units[IB_WR_RDMA_WRITE];
+	u64 sq = (u64)nr_slots * pool->cost.sqes + drain;
 	u64 rq = (u64)nr_slots * pool->cost.rqes + 1;
+	u64 cqe = (u64)nr_slots * pool->cost.cqes + 2;
+	struct ib_qp_budget budget = { };
+	int ret = -EINVAL;
 
-	if (!nr_slots || sq > da->max_qp_wr || rq > da->max_qp_wr ||
-	    sq + rq > da->max_cqe) {
+	if (nr_slots && sq <= U32_MAX && rq <= da->max_qp_wr &&
+	    cqe <= da->max_cqe) {
+		init_attr->cap.max_send_wr = sq;
+		init_attr->cap.max_recv_wr = rq;
+		init_attr->cap.max_send_sge = max3(init_attr->cap.max_send_sge,
+						   pool->profile.max_send_sge,
+						   1U);
+		ret = ib_query_qp_budget(pool->dev, init_attr, &budget);
+	}
+	if (ret || sq > budget.max_send_wr_limit) {
 		dev_warn(&pool->dev->dev,
-			 "ib_slot: %s: %u slots need %llu SQEs, %llu RQEs (device max_qp_wr %d, max_cqe %d)\n",
-			 pool->name, nr_slots, sq, rq, da->max_qp_wr,
-			 da->max_cqe);
+			 "ib_slot: %s: %u slots need %llu SQ units (device takes %u), %llu RQEs, %llu CQEs (max %d)\n",
+			 pool->name, nr_slots, sq, budget.max_send_wr_limit, rq,
+			 cqe, da->max_cqe);
 		return -EINVAL;
 	}
-	init_attr->cap.max_send_wr = sq;
-	init_attr->cap.max_recv_wr = rq;
-	init_attr->cap.max_send_sge = max3(init_attr->cap.max_send_sge,
-					   pool->profile.max_send_sge, 1U);
-	*nr_cqe = sq + rq;
+	*nr_cqe = cqe;
 	return 0;
 }
 EXPORT_SYMBOL(ib_slot_qp_caps);
@@ -491,7 +569,9 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 				     struct ib_qp *qp,
 				     const struct ib_qp_cap *granted)
 {
-	u32 depth = granted->max_send_wr ? granted->max_send_wr - 1 : 0;
+	u32 drain = pool->units[IB_WR_RDMA_WRITE];
+	u32 depth = granted->max_send_wr > drain ?
+		    granted->max_send_wr - drain : 0;
 	u32 fits = pool->cost.sqes ? depth / pool->cost.sqes : pool->nr_slots;
 	struct ib_slot_qp *sqp;
 
@@ -1016,12 +1096,19 @@ int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 }
 EXPORT_SYMBOL(ib_slot_map_mr);
 
-static void ib_slot_chain(struct ib_send_wr ***tail, struct ib_send_wr *wr,
-			  u32 *n)
+/* Send Queue units of @wr, or 0 if the device cannot post it. */
+static u32 ib_slot_wr_units(struct ib_slot_pool *pool,
+			    const struct ib_send_wr *wr)
+{
+	return wr->opcode < IB_SLOT_NR_OPCODES ? pool->units[wr->opcode] : 0;
+}
+
+static void ib_slot_chain(struct ib_slot_pool *pool, struct ib_send_wr ***tail,
+			  struct ib_send_wr *wr, u32 *n)
 {
 	**tail = wr;
 	*tail = &wr->next;
-	(*n)++;
+	*n += ib_slot_wr_units(pool, wr);
 }
 
 /**
@@ -1037,8 +1124,9 @@ static void ib_slot_chain(struct ib_send_wr ***tail, struct ib_send_wr *wr,
  *
  * Context: Any context.
  * Return: 0, -EBUSY if a post is outstanding, -ENOSPC if the chain exceeds
- * the slot's profile, -EINVAL if the slot is not in use, or the provider's
- * error if it rejected the whole chain.
+ * the slot's profile, -EINVAL if the slot is not in use, the chain is empty
+ * or holds an opcode the device cannot post, or the provider's error if it
+ * rejected the whole chain.
  */
 int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 {
@@ -1059,14 +1147,19 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 		if (!smr->mapped)
 			continue;
 		if (smr->mr->need_inval) {
-			ib_slot_chain(&tail, &smr->inv_wr, &n);
+			ib_slot_chain(pool, &tail, &smr->inv_wr, &n);
 			inv++;
 		}
-		ib_slot_chain(&tail, &smr->reg_wr.wr, &n);
+		ib_slot_chain(pool, &tail, &smr->reg_wr.wr, &n);
 	}
 	*tail = wr;
-	for (; wr; wr = wr->next)
-		n++;
+	for (; wr; wr = wr->next) {
+		u32 units = ib_slot_wr_units(pool, wr);
+
+		if (ib_slot_misuse(pool, !units))
+			return -EINVAL;
+		n += units;
+	}
 	if (!n)
 		return -EINVAL;
 	if (ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes))
@@ -1206,8 +1299,8 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 {
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL, *wr;
+	u32 i, n = 0, nr_inv = 0;
 	const struct ib_send_wr *bad;
-	u32 i, n = 0;
 	int ret = 0;
 
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
@@ -1227,15 +1320,16 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 		smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;
 		smr->inv_wr.wr_cqe = &slot->inv_cqe;
 		smr->inv_wr.send_flags = 0;
-		ib_slot_chain(&tail, &smr->inv_wr, &n);
+		ib_slot_chain(pool, &tail, &smr->inv_wr, &n);
 		last = &smr->inv_wr;
+		nr_inv++;
 	}
 	*tail = NULL;
 
 	/* Our own hold first, so that no completion runs @fenced early. */
 	atomic_inc(&slot->busy);
 	WRITE_ONCE(slot->fenced, fenced);
-	if (n) {
+	if (nr_inv) {
 		if (ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes)) {
 			ret = -ENOSPC;
 			goto out;
@@ -1254,7 +1348,7 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 			goto out;
 		}
 		slot->sq_used += n;
-		atomic64_add(n, &pool->local_inv);
+		atomic64_add(nr_inv, &pool->local_inv);
 	}
 	ib_slot_unbusy(slot);
 	return 0;

@@ -28,7 +28,9 @@ export CCACHE_BASEDIR=$BASE_DIR
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-4G}
 export KBUILD_BUILD_TIMESTAMP='2025-01-01' KBUILD_BUILD_USER=ib-slot KBUILD_BUILD_HOST=ib-slot
 JOBS=${JOBS:-$(nproc)}
-KMAKE=(make -C "$SRC" O="$BUILD" ARCH=x86_64 CC="ccache gcc" -j"$JOBS")
+# One make at a time per base: several scripts may share the tree.
+LOCK=$BASE_DIR/.lock
+KMAKE=(flock "$LOCK" make -C "$SRC" O="$BUILD" ARCH=x86_64 CC="ccache gcc" -j"$JOBS")
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

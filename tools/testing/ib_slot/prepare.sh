@@ -17,6 +17,8 @@ mapfile -t want < <(series)
 want=("${want[@]:0:$upto}")
 
 mkdir -p "$BASE_DIR"
+exec 9> "$LOCK"
+flock 9
 if [ ! -f "$SRC/.ib-slot-base" ]; then
 	rm -rf "$SRC" "$SRC.tmp"
 	mkdir -p "$SRC.tmp"
@@ -33,7 +35,11 @@ if [ ! -f "$SRC/.ib-slot-base" ]; then
 fi
 
 cd "$SRC"
+# quilt reads the series from a private file that lists what is applied
+# (and what is being pushed), so that patches renamed or dropped in the
+# repository can still be popped from their backups in .pc.
 export QUILT_PATCHES=patches QUILT_PC=.pc QUILT_QUIET=1
+export QUILT_SERIES=$SRC/.ib-slot-series
 ln -sfn "$TOP/patches" patches
 
 # Each applied patch is recorded with the hash of its text; pop back to the
@@ -47,11 +53,15 @@ while [ $keep -lt ${#have[@]} ] && [ $keep -lt ${#want[@]} ]; do
 	[ "${have[$keep]}" = "${want[$keep]} $h" ] || break
 	keep=$((keep + 1))
 done
-applied=$(quilt applied 2>/dev/null | wc -l) || true
-if [ "$applied" -gt "$keep" ]; then
-	say "popping $((applied - keep)) changed patch(es)"
-	while [ "$(quilt applied 2>/dev/null | wc -l)" -gt "$keep" ]; do
-		quilt pop -f >/dev/null
+nr_applied() { cat .pc/applied-patches 2>/dev/null | wc -l; }
+if [ -d .pc ]; then
+	cp .pc/applied-patches "$QUILT_SERIES" 2>/dev/null || : > "$QUILT_SERIES"
+	echo "$QUILT_SERIES" > .pc/.quilt_series
+fi
+if [ "$(nr_applied)" -gt "$keep" ]; then
+	say "popping $(( $(nr_applied) - keep )) changed patch(es)"
+	while [ "$(nr_applied)" -gt "$keep" ]; do
+		quilt pop -f >/dev/null || die "quilt pop failed in $SRC"
 	done
 fi
 
@@ -71,12 +81,13 @@ for p in "${want[@]}"; do
 done
 
 # Push the rest, recording each patch as it lands.
+printf '%s\n' "${want[@]}" > "$QUILT_SERIES"
 head -n "$keep" "$stamp" > "$stamp.new" || true
 mv "$stamp.new" "$stamp"
 i=$keep
 while [ $i -lt ${#want[@]} ]; do
 	p=${want[$i]}
-	quilt push -q "$p" >/dev/null || { quilt push -q --fuzz=0 "$p"; die "patch $p does not apply"; }
+	quilt push -q "$p" >/dev/null || die "patch $p does not apply"
 	echo "$p $(sha1sum "patches/$p" | cut -c1-40)" >> "$stamp"
 	i=$((i + 1))
 done

@@ -21,13 +21,14 @@ struct fake_wqe {
 	enum ib_wr_opcode	opcode;
 	bool			signaled;
 	u32			inv_rkey;
+	u16			units;
 };
 
 struct fake_qp {
 	struct ib_qp		ibqp;
 	struct fake_wqe		*ring;
 	u32			cap;
-	u32			used;	/* entries not yet freed */
+	u32			used;	/* units not yet freed */
 	u32			head;	/* next WQE to complete */
 	u32			freed;	/* next WQE not freed */
 	u32			tail;	/* next free index */
@@ -47,6 +48,8 @@ struct fake_ibdev {
 	unsigned int		posted;
 	unsigned int		posted_inv;
 	u32			sq_grant_cut;	/* granted = requested - cut */
+	bool			bb_model;	/* REG_MR 3 units, LOCAL_INV 2 */
+	u32			wr_limit;	/* largest max_send_wr, 0: any */
 };
 
 struct fake_pd {
@@ -170,6 +173,43 @@ static int fake_map_mr_sg_pi(struct ib_mr *mr, struct scatterlist *data_sg,
 	return -EOPNOTSUPP;
 }
 
+/* With bb_model, WRs take Send Queue units the way mlx5 WQEs take blocks. */
+static u16 fake_units(struct fake_ibdev *fdev, enum ib_wr_opcode opcode)
+{
+	if (!fdev->bb_model)
+		return 1;
+	switch (opcode) {
+	case IB_WR_REG_MR:
+		return 3;
+	case IB_WR_LOCAL_INV:
+		return 2;
+	default:
+		return 1;
+	}
+}
+
+static int fake_get_wr_cost(struct ib_device *ibdev,
+			    const struct ib_qp_init_attr *attr,
+			    enum ib_wr_opcode opcode, u32 num_sge,
+			    struct ib_wr_cost *cost)
+{
+	cost->sq_units = fake_units(to_fdev(ibdev), opcode);
+	cost->cqe_signaled = 1;
+	cost->cqe_error = 1;
+	return 0;
+}
+
+static int fake_query_qp_budget(struct ib_device *ibdev,
+				const struct ib_qp_init_attr *attr,
+				struct ib_qp_budget *budget)
+{
+	struct fake_ibdev *fdev = to_fdev(ibdev);
+
+	budget->cap = attr->cap;
+	budget->max_send_wr_limit = fdev->wr_limit ?: ibdev->attrs.max_qp_wr;
+	return 0;
+}
+
 static void fake_push_wc(struct fake_ibdev *fdev, struct ib_cqe *cqe,
 			 enum ib_wc_status status, enum ib_wr_opcode opcode)
 {
@@ -190,9 +230,10 @@ static int fake_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 	struct fake_qp *fqp = to_fqp(qp);
 
 	for (; wr; wr = wr->next) {
+		u16 units = fake_units(fdev, wr->opcode);
 		struct fake_wqe *wqe;
 
-		if (fqp->used == fqp->cap) {
+		if (fqp->used + units > fqp->cap) {
 			fdev->sq_overflow++;
 			*bad_wr = wr;
 			return -ENOMEM;
@@ -202,7 +243,8 @@ static int fake_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 		wqe->opcode = wr->opcode;
 		wqe->signaled = wr->send_flags & IB_SEND_SIGNALED;
 		wqe->inv_rkey = wr->ex.invalidate_rkey;
-		fqp->used++;
+		wqe->units = units;
+		fqp->used += units;
 		fdev->posted++;
 		if (wr->opcode == IB_WR_LOCAL_INV)
 			fdev->posted_inv++;
@@ -220,10 +262,12 @@ static const struct ib_device_ops fake_ibdev_ops = {
 	.dereg_mr = fake_dereg_mr,
 	.destroy_cq = fake_destroy_cq,
 	.destroy_qp = fake_destroy_qp,
+	.get_wr_cost = fake_get_wr_cost,
 	.map_mr_sg = fake_map_mr_sg,
 	.map_mr_sg_pi = fake_map_mr_sg_pi,
 	.poll_cq = fake_poll_cq,
 	.post_send = fake_post_send,
+	.query_qp_budget = fake_query_qp_budget,
 	.req_notify_cq = fake_req_notify_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_cq, fake_cq, ibcq),
@@ -246,8 +290,8 @@ static void fake_complete(struct fake_qp *fqp, u32 n, enum ib_wc_status status)
 		fqp->head++;
 		if (wqe->signaled || status != IB_WC_SUCCESS) {
 			fake_push_wc(fdev, wqe->cqe, status, wqe->opcode);
-			fqp->used -= fqp->head - fqp->freed;
-			fqp->freed = fqp->head;
+			for (; fqp->freed != fqp->head; fqp->freed++)
+				fqp->used -= fqp->ring[fqp->freed % fqp->cap].units;
 		}
 	}
 }
@@ -264,7 +308,6 @@ static void fake_complete_all(struct fake_qp *fqp)
 {
 	fake_complete(fqp, U32_MAX, IB_WC_SUCCESS);
 }
-
 
 /* Per-slot ULP context of the tests. */
 struct test_req {
@@ -1262,6 +1305,59 @@ static void ib_slot_fence_waits_for_send(struct kunit *test)
 	ib_slot_put(slot);
 }
 
+/*
+ * A device whose WRs take different Send Queue units (REG_MR 3, LOCAL_INV
+ * 2) and whose Send Queue is smaller than attrs.max_qp_wr: the core sizes
+ * and charges by its hooks, and a worst-case chain still fits exactly.
+ */
+static void ib_slot_provider_units(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr attr = { .qp_type = IB_QPT_RC };
+	struct ib_send_wr send[4];
+	struct ib_slot *slots[4];
+	struct ib_slot_cost cost;
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct fake_qp *fqp;
+	int round, i;
+	u32 nr_cqe;
+
+	env->fdev->bb_model = true;
+	env->fdev->wr_limit = 20;
+	KUNIT_ASSERT_EQ(test, ib_slot_profile_cost(&env->fdev->ibdev,
+						   &one_rkey, &cost), 0);
+	KUNIT_EXPECT_EQ(test, cost.sqes, 3 + 2 + 1);
+	KUNIT_EXPECT_EQ(test, cost.cqes, 3);
+	test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST, 0);
+	/* 4 slots need 25 units: more than this device's QP takes. */
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_caps(env->pool, 4, &attr, &nr_cqe),
+			-EINVAL);
+	env->fdev->wr_limit = 25;
+	sqp = test_qp(test, 0, 4);
+	fqp = to_fqp(env->qp[0]);
+	KUNIT_EXPECT_EQ(test, fqp->cap, 25);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 24);
+
+	sg_init_one(&sg, env, 64);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 4; i++) {
+			slots[i] = ib_slot_get(sqp);
+			KUNIT_ASSERT_NOT_NULL(test, slots[i]);
+			KUNIT_ASSERT_EQ(test, post_reg_send(test, slots[i],
+							    &send[i]), 0);
+		}
+		/* Second round: LOCAL_INV + REG_MR + SEND = 6 units each. */
+		KUNIT_EXPECT_EQ(test, fqp->used, round ? 24 : 16);
+		KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
+		fake_complete_all(fqp);
+		test_poll(test);
+		for (i = 0; i < 4; i++)
+			ib_slot_put(slots[i]);
+	}
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 24);
+}
+
 /* An MR whose registration was flushed is invalidated before reuse. */
 static void ib_slot_reuse_after_flush(struct kunit *test)
 {
@@ -1754,6 +1850,7 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_fence_local),
 	KUNIT_CASE(ib_slot_fence_waits_for_send),
 	KUNIT_CASE(ib_slot_reuse_after_flush),
+	KUNIT_CASE(ib_slot_provider_units),
 	KUNIT_CASE_SLOW(ib_slot_destroy_waits),
 	{}
 };
