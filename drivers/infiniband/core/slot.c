@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 #include <linux/wait_bit.h>
 #include <rdma/ib_slot.h>
+#include <trace/events/rdma_core.h>
 
 #include "core_priv.h"
 
@@ -100,6 +101,15 @@ static inline struct ib_slot *ib_slot_at(struct ib_slot_pool *pool, u32 tag)
 	return pool->slots + tag * pool->slot_size;
 }
 
+static void ib_slot_trace(struct ib_slot_pool *pool,
+			  void (*event)(const char *pool, u32 nr_slots,
+					u32 in_use, u32 nr_waiters))
+{
+	event(pool->name, pool->nr_slots,
+	      pool->nr_slots - atomic_read(&pool->avail),
+	      atomic_read(&pool->nr_waiters));
+}
+
 /* Take @n from @v if it holds at least @n; never leaves @v below zero. */
 static bool ib_slot_take(atomic_t *v, int n)
 {
@@ -130,6 +140,7 @@ static void ib_slot_qp_attr(const struct ib_slot_profile *p,
 {
 	*attr = (struct ib_qp_init_attr){
 		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.cap = { .max_send_sge = max(p->max_send_sge, 1U),
 			 .max_recv_sge = 1 },
 		.create_flags = p->integrity ? IB_QP_CREATE_INTEGRITY_EN : 0,
@@ -294,9 +305,14 @@ static void ib_slot_fill_units(struct ib_slot_pool *pool)
 	int op;
 
 	ib_slot_qp_attr(&pool->profile, &attr);
-	for (op = 0; op < IB_SLOT_NR_OPCODES; op++)
-		if (!ib_get_wr_cost(pool->dev, &attr, op, sge, &c))
+	for (op = 0; op < IB_SLOT_NR_OPCODES; op++) {
+		/* Registration and invalidation WRs carry no SGE. */
+		u32 nsge = op == IB_WR_REG_MR || op == IB_WR_REG_MR_INTEGRITY ||
+			   op == IB_WR_LOCAL_INV ? 0 : sge;
+
+		if (!ib_get_wr_cost(pool->dev, &attr, op, nsge, &c))
 			pool->units[op] = min_t(u16, c.sq_units, U8_MAX);
+	}
 }
 
 static int ib_slot_pool_show(struct seq_file *s, void *unused)
@@ -426,6 +442,7 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	pool->debugfs = debugfs_create_file(pool->name, 0400,
 					    ib_slot_debugfs_root, pool,
 					    &ib_slot_pool_fops);
+	ib_slot_trace(pool, trace_ib_slot_pool_create);
 	return pool;
 
 out_free:
@@ -454,6 +471,7 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 	if (!pool)
 		return;
 	might_sleep();
+	ib_slot_trace(pool, trace_ib_slot_pool_destroy);
 
 	spin_lock_bh(&pool->lock);
 	WRITE_ONCE(pool->dying, true);
@@ -712,6 +730,7 @@ static void ib_slot_resume_all(struct ib_slot_pool *pool,
 	list_for_each_entry_safe(w, tmp, ready, entry) {
 		list_del_init(&w->entry);
 		atomic64_inc(&pool->resumed);
+		ib_slot_trace(pool, trace_ib_slot_resume);
 		w->resume(w);
 	}
 }
@@ -783,6 +802,7 @@ static int ib_slot_get_fast(struct ib_slot_qp *sqp, unsigned int nr,
 		ret = ib_slot_try_get(sqp, nr, slots);
 	if (ret) {
 		atomic64_inc(&pool->exhausted);
+		ib_slot_trace(pool, trace_ib_slot_exhausted);
 		ib_slot_kick(pool);
 	}
 	return ret;
@@ -923,8 +943,10 @@ int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 			break;
 		}
 	}
-	if (ret)
+	if (ret) {
 		atomic64_inc(&pool->waits);
+		ib_slot_trace(pool, trace_ib_slot_wait);
+	}
 	ib_slot_resume_all(pool, &ready);
 	return ret;
 }

@@ -65,5 +65,29 @@ while read -r mod suite pow; do
 		fi
 	fi
 done < "$list"
+
+# A KASAN, lockdep or other kernel report fails the run, whatever KUnit said.
+bad=$(grep -alE 'BUG: |KASAN|possible (recursive|circular) locking|inconsistent lock state|Kernel panic' \
+	"$out"/*.log "$out/console.log" 2>/dev/null)
+if [ -z "$bad" ]; then
+	echo "PASS kunit/kernel-reports (no KASAN, lockdep or BUG report)"
+	pass=$((pass + 1))
+else
+	echo "FAIL kunit/kernel-reports (see $bad)"
+	fail=$((fail + 1))
+fi
+if [ -f "$out/kmemleak.txt" ]; then
+	n=$(grep -c 'unreferenced object' "$out/kmemleak.txt")
+	ours=$(awk '/unreferenced object/ { if (hit) c++; hit = 0 }
+		    /ib_slot|ib_core|ib_alloc|ib_dereg/ { hit = 1 }
+		    END { if (hit) c++; print c + 0 }' "$out/kmemleak.txt")
+	if [ "$ours" = 0 ]; then
+		echo "PASS kunit/kmemleak ($n reports, none from ib_core or the suites)"
+		pass=$((pass + 1))
+	else
+		echo "FAIL kunit/kmemleak ($ours of $n reports from ib_core or the suites; see $out/kmemleak.txt)"
+		fail=$((fail + 1))
+	fi
+fi
 echo "kunit: $pass passed, $fail failed"
 [ $fail = 0 ]

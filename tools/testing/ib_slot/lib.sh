@@ -28,8 +28,10 @@ export CCACHE_BASEDIR=$BASE_DIR
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-4G}
 export KBUILD_BUILD_TIMESTAMP='2025-01-01' KBUILD_BUILD_USER=ib-slot KBUILD_BUILD_HOST=ib-slot
 JOBS=${JOBS:-$(nproc)}
-# One make at a time per base: several scripts may share the tree.
-LOCK=$BASE_DIR/.lock
+# One make at a time per build directory, one prepare at a time per tree:
+# several scripts may share them.
+LOCK=$BUILD.lock
+TREE_LOCK=$BASE_DIR/.tree.lock
 KMAKE=(flock "$LOCK" make -C "$SRC" O="$BUILD" ARCH=x86_64 CC="ccache gcc" -j"$JOBS")
 
 say() { printf '==> %s\n' "$*" >&2; }

@@ -17,7 +17,7 @@ mapfile -t want < <(series)
 want=("${want[@]:0:$upto}")
 
 mkdir -p "$BASE_DIR"
-exec 9> "$LOCK"
+exec 9> "$TREE_LOCK"
 flock 9
 if [ ! -f "$SRC/.ib-slot-base" ]; then
 	rm -rf "$SRC" "$SRC.tmp"

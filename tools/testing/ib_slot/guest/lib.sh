@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
-# Helpers for the guest tests, sourced by each guest/<name>.sh.  Sourced, not
+# Functions for the guest tests, sourced by each guest/<name>.sh.  Sourced, not
 # run.
 #
 # A test ends with exactly one line
@@ -22,7 +22,7 @@ MTU=${IB_SLOT_MTU:-1500}	# of $NETDEV; 9000 gives RoCE MTU 4096
 OUT=/run/out		# written files end up on the host (run.sh -o)
 
 # Time stamps in microseconds, from bash itself: starting programs is slow
-# under TCG, so the helpers here avoid it where they can.
+# under TCG, so the functions here avoid it where they can.
 now() { echo "${EPOCHREALTIME/./}"; }
 since() { local d=$(( ${EPOCHREALTIME/./} - $1 )); printf '%d.%d' $((d / 1000000)) $((d / 100000 % 10)); }
 T_START=$(now)

@@ -20,4 +20,12 @@ while read -r mod suite pow; do
 	echo 1 > /proc/sys/kernel/panic_on_warn
 	echo "kunit: $suite done"
 done < "$1"
+# Debug kernels: ask kmemleak for what the suites left behind.
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo scan > /sys/kernel/debug/kmemleak
+	sleep 5
+	echo scan > /sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak > "$out/kmemleak.txt"
+	echo "kunit: kmemleak scanned"
+fi
 exit $rc

@@ -1,0 +1,1182 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * KUnit tests for the Send Queue sizing of mlx5 kernel QPs, and for the
+ * query_qp_budget and get_wr_cost hooks built on it.  The helpers are pure
+ * functions of the device caps and the requested QP attributes: no device
+ * is needed.
+ *
+ * The expected values do not come from the helpers under test.  They come
+ * from fixed vectors, and from a model kept here of the WQEs the builders
+ * in wr.c write, segment by segment, and of the room calc_sq_size()
+ * reserves for every WR.  A segment that grows, or a hook that drifts from
+ * the layouts modelled here, fails the checks that compare the two.
+ */
+#include <kunit/test.h>
+#include <linux/log2.h>
+#include <linux/mlx5/qp.h>
+#include "mlx5_ib.h"
+#include "qp.h"
+#include "wr.h"
+
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
+
+/* Segments the builders write, in bytes; checked by mlx5_ib_test_segments */
+enum {
+	SEG_CTRL = 16,
+	SEG_XRC = 16,
+	SEG_RADDR = 16,
+	SEG_ATOMIC = 16,
+	SEG_DATA = 16,
+	SEG_INLINE = 4,		/* inline data header */
+	SEG_AV = 48,		/* UD datagram */
+	SEG_ETH_PAD = 16,
+	SEG_ETH = 16,
+	SEG_UMR_CTRL = 48,
+	SEG_MKEY = 64,
+	SEG_PSV = 16,
+	SEG_KLM = 16,
+	SEG_SBLOCK_CTRL = 16,
+	SEG_SBLOCK_ENTRY = 16,
+	SEG_BSF = 64,
+};
+
+enum {
+	WQE_DS = 16,		/* the unit of a WQE's size */
+	WQE_BB = 64,		/* the unit of the ring */
+	UMR_INLINE_MAX = 64,	/* descriptors a REG_MR WQE carries inline */
+	SIG_WQE_MIN = 512,	/* room an INTEGRITY_EN QP gives every WR */
+	SGE_ROOM_MAX = 512,	/* room RC and XRC count SGEs in */
+	MAX_SGE = 64,		/* beyond any WQE */
+};
+
+#define ALL_FLAGS (IB_QP_CREATE_INTEGRITY_EN |				\
+		   IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK |		\
+		   IB_QP_CREATE_CROSS_CHANNEL |				\
+		   IB_QP_CREATE_MANAGED_SEND |				\
+		   IB_QP_CREATE_MANAGED_RECV |				\
+		   IB_QP_CREATE_IPOIB_UD_LSO |				\
+		   IB_QP_CREATE_PCI_WRITE_END_PADDING)
+
+/* Device generations: the ring and WQE limits differ */
+static const struct mlx5_ib_sq_caps test_caps[] = {
+	{ .log_max_qp_sz = 10, .max_wqe_sz_sq = 512, .xrc = true,
+	  .create_flags = ALL_FLAGS },
+	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 512, .xrc = true,
+	  .create_flags = ALL_FLAGS },
+	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .xrc = true,
+	  .create_flags = ALL_FLAGS },
+	{ .log_max_qp_sz = 16, .max_wqe_sz_sq = 768, .xrc = true,
+	  .create_flags = ALL_FLAGS },
+	{ .log_max_qp_sz = 17, .max_wqe_sz_sq = 1024, .xrc = true,
+	  .create_flags = ALL_FLAGS },
+};
+
+static const struct mlx5_ib_sq_caps caps_15_1024 = {
+	.log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .xrc = true,
+	.create_flags = ALL_FLAGS,
+};
+
+static const struct {
+	enum ib_qp_type type;
+	u32 flags;
+} test_qps[] = {
+	{ IB_QPT_RC, 0 },
+	{ IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN },
+	{ IB_QPT_RC, IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK },
+	{ IB_QPT_XRC_INI, 0 },
+	{ IB_QPT_XRC_INI, IB_QP_CREATE_INTEGRITY_EN },
+	{ IB_QPT_UC, 0 },
+	{ IB_QPT_UD, 0 },
+	{ IB_QPT_UD, IB_QP_CREATE_IPOIB_UD_LSO },
+	{ IB_QPT_UD, IB_QP_CREATE_INTEGRITY_EN },
+};
+
+static const u32 test_inline[] = { 0, 1, 28, 56, 60, 100, 256, 400, 600, 900 };
+
+/* Stop reporting a sweep after this many mismatches */
+#define MAX_REPORTS 8
+
+static struct ib_qp_init_attr test_attr(enum ib_qp_type type, u32 flags,
+					u32 max_send_wr, u32 sge, u32 inl)
+{
+	return (struct ib_qp_init_attr){
+		.qp_type = type,
+		.create_flags = flags,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = max_send_wr, .max_send_sge = sge,
+			 .max_inline_data = inl, .max_recv_wr = 16,
+			 .max_recv_sge = 2 },
+	};
+}
+
+/* ---- The model: what calc_sq_size() reserves ---- */
+
+struct sq_model {
+	int err;
+	u32 wqe_size;
+	u32 max_gs;
+	u32 max_inline;
+	u32 limit;
+	u32 wqe_cnt;
+	u32 max_post;
+};
+
+static bool model_qp_ok(const struct mlx5_ib_sq_caps *caps,
+			const struct ib_qp_init_attr *attr)
+{
+	u32 flags = caps->create_flags;
+
+	if (attr->qp_type != IB_QPT_UD)
+		flags &= ~IB_QP_CREATE_IPOIB_UD_LSO;
+	if (attr->create_flags & ~flags || attr->rwq_ind_tbl)
+		return false;
+	return attr->qp_type == IB_QPT_RC || attr->qp_type == IB_QPT_UC ||
+	       attr->qp_type == IB_QPT_UD ||
+	       (attr->qp_type == IB_QPT_XRC_INI && caps->xrc);
+}
+
+/*
+ * The room every WR gets besides its SGEs.  For RC it holds a REG_MR, the
+ * largest fixed WR: sq_overhead() counts the inline descriptors in 16-byte
+ * units there (4, for 64 bytes), which the alignment to a basic block
+ * makes up for.
+ */
+static u32 model_overhead(const struct ib_qp_init_attr *attr)
+{
+	u32 rc = SEG_CTRL + max(SEG_ATOMIC + SEG_RADDR,
+				SEG_UMR_CTRL + SEG_MKEY + UMR_INLINE_MAX / WQE_DS);
+
+	switch (attr->qp_type) {
+	case IB_QPT_RC:
+		return rc;
+	case IB_QPT_XRC_INI:
+		return SEG_XRC + rc;
+	case IB_QPT_UC:
+		return SEG_CTRL + max(SEG_RADDR, SEG_UMR_CTRL + SEG_MKEY);
+	case IB_QPT_UD:
+		if (attr->create_flags & IB_QP_CREATE_IPOIB_UD_LSO)
+			return SEG_CTRL + SEG_AV + SEG_ETH_PAD + SEG_ETH;
+		return SEG_CTRL + SEG_AV;
+	default:
+		return 0;
+	}
+}
+
+static void model_sq(const struct mlx5_ib_sq_caps *caps,
+		     const struct ib_qp_init_attr *attr, struct sq_model *m)
+{
+	const struct ib_qp_cap *cap = &attr->cap;
+	u32 ovh = model_overhead(attr);
+	u32 room;
+	u64 ring;
+
+	memset(m, 0, sizeof(*m));
+	m->wqe_size = ovh + cap->max_send_sge * SEG_DATA;
+	if (cap->max_inline_data)
+		m->wqe_size = max(m->wqe_size,
+				  ovh + SEG_INLINE + cap->max_inline_data);
+	m->wqe_size = ALIGN(m->wqe_size, WQE_BB);
+	if (attr->create_flags & IB_QP_CREATE_INTEGRITY_EN)
+		m->wqe_size = max_t(u32, m->wqe_size, SIG_WQE_MIN);
+	if (m->wqe_size > caps->max_wqe_sz_sq) {
+		m->err = -EINVAL;
+		return;
+	}
+
+	/* SGEs of an RDMA WR (of a send on UC and UD) that fit the room */
+	switch (attr->qp_type) {
+	case IB_QPT_RC:
+		room = min_t(u32, m->wqe_size, SGE_ROOM_MAX) - SEG_CTRL -
+		       SEG_RADDR;
+		break;
+	case IB_QPT_XRC_INI:
+		room = min_t(u32, m->wqe_size, SGE_ROOM_MAX) - SEG_CTRL -
+		       SEG_XRC - SEG_RADDR;
+		break;
+	default:
+		room = m->wqe_size - ovh;
+		break;
+	}
+	m->max_gs = room / SEG_DATA;
+	m->max_inline = m->wqe_size - ovh - SEG_INLINE;
+	if (m->max_gs < cap->max_send_sge) {
+		m->err = -ENOMEM;
+		return;
+	}
+
+	m->limit = ((u64)WQE_BB << caps->log_max_qp_sz) / m->wqe_size;
+	if (!cap->max_send_wr)
+		return;
+	ring = roundup_pow_of_two((u64)cap->max_send_wr * m->wqe_size);
+	if (ring / WQE_BB > (1ULL << caps->log_max_qp_sz)) {
+		m->err = -ENOMEM;
+		return;
+	}
+	m->wqe_cnt = ring / WQE_BB;
+	m->max_post = ring / m->wqe_size;
+}
+
+static int model_budget(const struct mlx5_ib_sq_caps *caps,
+			const struct ib_qp_init_attr *attr,
+			struct ib_qp_budget *b)
+{
+	struct sq_model m;
+
+	memset(b, 0, sizeof(*b));
+	if (!model_qp_ok(caps, attr))
+		return -EOPNOTSUPP;
+	model_sq(caps, attr, &m);
+	b->cap = attr->cap;
+	if (attr->srq || attr->qp_type == IB_QPT_XRC_INI ||
+	    !attr->cap.max_recv_wr) {
+		b->cap.max_recv_wr = 0;
+		b->cap.max_recv_sge = 0;
+	}
+	b->max_send_wr_limit = m.limit;
+	if (!attr->cap.max_send_wr)
+		return 0;
+	if (m.err)
+		return m.err;
+	b->cap.max_send_wr = m.max_post;
+	b->cap.max_send_sge = m.max_gs;
+	b->cap.max_inline_data = m.max_inline;
+	return 0;
+}
+
+/* ---- The model: the WQEs the builders write for one WR ---- */
+
+struct wr_model {
+	int err;
+	u32 bbs;
+	u32 wqes;
+	u32 signaled;
+};
+
+static u32 bytes_to_bbs(u32 bytes)
+{
+	return DIV_ROUND_UP(bytes, WQE_BB);
+}
+
+/* What each QP type posts: handle_qpt_rc(), handle_qpt_uc(), handle_qpt_ud() */
+static bool model_opcode_ok(const struct ib_qp_init_attr *attr,
+			    enum ib_wr_opcode op)
+{
+	const u64 sends = BIT_ULL(IB_WR_SEND) | BIT_ULL(IB_WR_SEND_WITH_IMM);
+	const u64 uc = sends | BIT_ULL(IB_WR_SEND_WITH_INV) |
+		       BIT_ULL(IB_WR_RDMA_WRITE) |
+		       BIT_ULL(IB_WR_RDMA_WRITE_WITH_IMM);
+	u64 ops;
+
+	switch (attr->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_XRC_INI:
+		ops = uc | BIT_ULL(IB_WR_RDMA_READ) | BIT_ULL(IB_WR_LOCAL_INV) |
+		      BIT_ULL(IB_WR_REG_MR);
+		if (attr->create_flags & IB_QP_CREATE_INTEGRITY_EN)
+			ops |= BIT_ULL(IB_WR_REG_MR_INTEGRITY);
+		break;
+	case IB_QPT_UC:
+		ops = uc;
+		break;
+	case IB_QPT_UD:
+		ops = sends;
+		break;
+	default:
+		return false;
+	}
+	return op < 64 && ops & BIT_ULL(op);
+}
+
+/* set_reg_wr(): descriptors inline, padded to a block, or pointed at */
+static u32 model_reg_mr_bbs(u32 head)
+{
+	u32 fixed = head + SEG_UMR_CTRL + SEG_MKEY;
+
+	return max(bytes_to_bbs(ALIGN(fixed + UMR_INLINE_MAX, WQE_BB)),
+		   bytes_to_bbs(fixed + SEG_DATA));
+}
+
+static void model_wr(const struct ib_qp_init_attr *attr, enum ib_wr_opcode op,
+		     u32 num_sge, struct wr_model *m)
+{
+	u32 sig_xlt = max(SEG_KLM, SEG_SBLOCK_CTRL + 2 * SEG_SBLOCK_ENTRY);
+	u32 head = SEG_CTRL;	/* what opens the first WQE of a WR */
+
+	if (attr->qp_type == IB_QPT_XRC_INI)
+		head += SEG_XRC;
+	if (attr->qp_type == IB_QPT_UD) {
+		head += SEG_AV;
+		if (attr->create_flags & IB_QP_CREATE_IPOIB_UD_LSO)
+			head += SEG_ETH_PAD + SEG_ETH;
+	}
+
+	*m = (struct wr_model){ .wqes = 1, .signaled = 1 };
+	if (!model_opcode_ok(attr, op)) {
+		m->err = -EOPNOTSUPP;
+		return;
+	}
+	switch (op) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		m->bbs = bytes_to_bbs(head + SEG_RADDR + num_sge * SEG_DATA);
+		break;
+	case IB_WR_LOCAL_INV:
+		m->bbs = bytes_to_bbs(head + SEG_UMR_CTRL + SEG_MKEY);
+		break;
+	case IB_WR_REG_MR:
+		m->bbs = model_reg_mr_bbs(head);
+		break;
+	case IB_WR_REG_MR_INTEGRITY:
+		/* pi_mr REG_MR, signature UMR, SET_PSV for memory and wire */
+		m->bbs = model_reg_mr_bbs(head) +
+			 bytes_to_bbs(SEG_CTRL + SEG_UMR_CTRL + SEG_MKEY +
+				      ALIGN(sig_xlt, WQE_BB) + SEG_BSF) +
+			 2 * bytes_to_bbs(SEG_CTRL + SEG_PSV);
+		m->wqes = 4;
+		m->signaled = 2;
+		break;
+	default:
+		m->bbs = bytes_to_bbs(head + num_sge * SEG_DATA);
+		break;
+	}
+}
+
+static bool is_registration(enum ib_wr_opcode op)
+{
+	return op == IB_WR_LOCAL_INV || op == IB_WR_REG_MR ||
+	       op == IB_WR_REG_MR_INTEGRITY;
+}
+
+static int model_cost(const struct mlx5_ib_sq_caps *caps,
+		      const struct ib_qp_init_attr *attr, enum ib_wr_opcode op,
+		      u32 num_sge, struct ib_wr_cost *c)
+{
+	struct ib_qp_init_attr one = *attr;
+	struct sq_model m;
+	struct wr_model w;
+
+	memset(c, 0, sizeof(*c));
+	if (!model_qp_ok(caps, attr))
+		return -EOPNOTSUPP;
+	one.cap.max_send_wr = 0;	/* the cost does not depend on it */
+	model_sq(caps, &one, &m);
+	if (m.err)
+		return m.err;
+	if (num_sge > m.max_gs)
+		return -EINVAL;
+	model_wr(attr, op, is_registration(op) ? 0 : num_sge, &w);
+	if (w.err)
+		return w.err;
+	c->sq_units = DIV_ROUND_UP(w.bbs * WQE_BB, m.wqe_size);
+	c->cqe_signaled = attr->sq_sig_type == IB_SIGNAL_ALL_WR ? w.wqes :
+								   w.signaled;
+	c->cqe_error = w.wqes;
+	return 0;
+}
+
+static bool same_cap(const struct ib_qp_cap *a, const struct ib_qp_cap *b)
+{
+	return a->max_send_wr == b->max_send_wr &&
+	       a->max_recv_wr == b->max_recv_wr &&
+	       a->max_send_sge == b->max_send_sge &&
+	       a->max_recv_sge == b->max_recv_sge &&
+	       a->max_inline_data == b->max_inline_data;
+}
+
+/* ---- Suite mlx5_ib_sq_budget ---- */
+
+/* The model's segments are those of the structs the builders fill */
+static void mlx5_ib_test_segments(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, SEG_CTRL, sizeof(struct mlx5_wqe_ctrl_seg));
+	KUNIT_EXPECT_EQ(test, SEG_XRC, sizeof(struct mlx5_wqe_xrc_seg));
+	KUNIT_EXPECT_EQ(test, SEG_RADDR, sizeof(struct mlx5_wqe_raddr_seg));
+	KUNIT_EXPECT_EQ(test, SEG_ATOMIC, sizeof(struct mlx5_wqe_atomic_seg));
+	KUNIT_EXPECT_EQ(test, SEG_DATA, sizeof(struct mlx5_wqe_data_seg));
+	KUNIT_EXPECT_EQ(test, SEG_INLINE, sizeof(struct mlx5_wqe_inline_seg));
+	KUNIT_EXPECT_EQ(test, SEG_AV, sizeof(struct mlx5_wqe_datagram_seg));
+	KUNIT_EXPECT_EQ(test, SEG_ETH_PAD, sizeof(struct mlx5_wqe_eth_pad));
+	KUNIT_EXPECT_EQ(test, SEG_ETH, sizeof(struct mlx5_wqe_eth_seg));
+	KUNIT_EXPECT_EQ(test, SEG_UMR_CTRL,
+			sizeof(struct mlx5_wqe_umr_ctrl_seg));
+	KUNIT_EXPECT_EQ(test, SEG_MKEY, sizeof(struct mlx5_mkey_seg));
+	KUNIT_EXPECT_EQ(test, SEG_PSV, sizeof(struct mlx5_seg_set_psv));
+	KUNIT_EXPECT_EQ(test, SEG_KLM, sizeof(struct mlx5_klm));
+	KUNIT_EXPECT_EQ(test, SEG_SBLOCK_CTRL,
+			sizeof(struct mlx5_stride_block_ctrl_seg));
+	KUNIT_EXPECT_EQ(test, SEG_SBLOCK_ENTRY,
+			sizeof(struct mlx5_stride_block_entry));
+	KUNIT_EXPECT_EQ(test, SEG_BSF, sizeof(struct mlx5_bsf));
+	KUNIT_EXPECT_EQ(test, WQE_DS, MLX5_SEND_WQE_DS);
+	KUNIT_EXPECT_EQ(test, WQE_BB, MLX5_SEND_WQE_BB);
+	KUNIT_EXPECT_EQ(test, UMR_INLINE_MAX, MLX5_IB_SQ_UMR_INLINE_THRESHOLD);
+	KUNIT_EXPECT_EQ(test, SIG_WQE_MIN, MLX5_SIG_WQE_SIZE);
+}
+
+struct geom_vector {
+	const char *name;
+	u32 log_max_qp_sz;
+	u32 max_wqe_sz_sq;
+	enum ib_qp_type type;
+	u32 flags;
+	u32 max_send_wr;
+	u32 sge;
+	u32 inl;
+	int err;
+	u32 wqe_size;
+	u32 wqe_cnt;
+	u32 max_post;
+	u32 max_gs;
+	u32 max_inline;
+	u32 limit;
+};
+
+/* What calc_sq_size() grants, worked out independently of it */
+static const struct geom_vector geom_vectors[] = {
+	{ "RC 128 WRs 1 SGE", 15, 1024, IB_QPT_RC, 0, 128, 1, 0,
+	  0, 192, 512, 170, 10, 56, 10922 },
+	{ "RC 1 WR 1 SGE", 15, 1024, IB_QPT_RC, 0, 1, 1, 0,
+	  0, 192, 4, 1, 10, 56, 10922 },
+	{ "RC 128 WRs 4 SGEs", 15, 1024, IB_QPT_RC, 0, 128, 4, 0,
+	  0, 256, 512, 128, 14, 120, 8192 },
+	{ "RC 2977 WRs 19 SGEs", 15, 1024, IB_QPT_RC, 0, 2977, 19, 0,
+	  0, 448, 32768, 4681, 26, 312, 4681 },
+	{ "RC max_qp_wr 19 SGEs", 15, 1024, IB_QPT_RC, 0, 8192, 19, 0,
+	  -ENOMEM, 448, 0, 0, 26, 312, 4681 },
+	{ "RC 128 WRs 30 SGEs", 15, 1024, IB_QPT_RC, 0, 128, 30, 0,
+	  0, 640, 2048, 204, 30, 504, 3276 },
+	{ "RC max_qp_wr 30 SGEs", 15, 1024, IB_QPT_RC, 0, 8192, 30, 0,
+	  -ENOMEM, 640, 0, 0, 30, 504, 3276 },
+	{ "RC 30 SGEs 512 B WQEs", 15, 512, IB_QPT_RC, 0, 128, 30, 0,
+	  -EINVAL, 640, 0, 0, 0, 0, 0 },
+	{ "RC 31 SGEs", 15, 1024, IB_QPT_RC, 0, 128, 31, 0,
+	  -ENOMEM, 640, 0, 0, 30, 504, 0 },
+	{ "RC 256 B inline", 15, 1024, IB_QPT_RC, 0, 128, 1, 256,
+	  0, 448, 1024, 146, 26, 312, 4681 },
+	{ "RC integrity 5 SGEs", 15, 1024, IB_QPT_RC,
+	  IB_QP_CREATE_INTEGRITY_EN, 128, 5, 0,
+	  0, 512, 1024, 128, 30, 376, 4096 },
+	{ "RC integrity 4097 WRs", 15, 1024, IB_QPT_RC,
+	  IB_QP_CREATE_INTEGRITY_EN, 4097, 5, 0,
+	  -ENOMEM, 512, 0, 0, 30, 376, 4096 },
+	{ "RC integrity 24 SGEs", 15, 1024, IB_QPT_RC,
+	  IB_QP_CREATE_INTEGRITY_EN, 100, 24, 0,
+	  0, 576, 1024, 113, 30, 440, 3640 },
+	{ "RC 10922 WRs", 15, 1024, IB_QPT_RC, 0, 10922, 1, 0,
+	  0, 192, 32768, 10922, 10, 56, 10922 },
+	{ "RC 10923 WRs", 15, 1024, IB_QPT_RC, 0, 10923, 1, 0,
+	  -ENOMEM, 192, 0, 0, 10, 56, 10922 },
+	{ "RC small ring", 10, 512, IB_QPT_RC, 0, 64, 1, 0,
+	  0, 192, 256, 85, 10, 56, 341 },
+	{ "RC small ring 19 SGEs", 10, 512, IB_QPT_RC, 0, 300, 19, 0,
+	  -ENOMEM, 448, 0, 0, 26, 312, 146 },
+	{ "RC large ring 16 SGEs", 17, 1024, IB_QPT_RC, 0, 4000, 16, 0,
+	  0, 448, 32768, 4681, 26, 312, 18724 },
+	{ "XRC_INI 128 WRs 2 SGEs", 15, 1024, IB_QPT_XRC_INI, 0, 128, 2, 0,
+	  0, 192, 512, 170, 9, 40, 10922 },
+	{ "UC 128 WRs 1 SGE", 15, 1024, IB_QPT_UC, 0, 128, 1, 0,
+	  0, 192, 512, 170, 4, 60, 10922 },
+	{ "UD 128 WRs 1 SGE", 15, 1024, IB_QPT_UD, 0, 128, 1, 0,
+	  0, 128, 256, 128, 4, 60, 16384 },
+	{ "UD LSO 128 WRs 1 SGE", 15, 1024, IB_QPT_UD,
+	  IB_QP_CREATE_IPOIB_UD_LSO, 128, 1, 0,
+	  0, 128, 256, 128, 2, 28, 16384 },
+};
+
+static void geom_vector_desc(const struct geom_vector *v, char *desc)
+{
+	strscpy(desc, v->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(geom_vectors, geom_vectors, geom_vector_desc);
+
+/* QP creation's arithmetic and the budget give the worked-out values */
+static void mlx5_ib_test_geom_vectors(struct kunit *test)
+{
+	const struct geom_vector *v = test->param_value;
+	struct mlx5_ib_sq_caps caps = caps_15_1024;
+	struct ib_qp_init_attr attr;
+	struct mlx5_ib_sq_geom geom = {};
+	struct ib_qp_budget budget = {};
+	int err;
+
+	caps.log_max_qp_sz = v->log_max_qp_sz;
+	caps.max_wqe_sz_sq = v->max_wqe_sz_sq;
+	attr = test_attr(v->type, v->flags, v->max_send_wr, v->sge, v->inl);
+
+	err = mlx5_ib_calc_sq_geom(&caps, &attr, &geom);
+	KUNIT_EXPECT_EQ(test, err, v->err);
+	KUNIT_EXPECT_EQ(test, geom.wqe_size, v->wqe_size);
+	if (!err) {
+		KUNIT_EXPECT_EQ(test, geom.wq_size, v->wqe_cnt * WQE_BB);
+		KUNIT_EXPECT_EQ(test, geom.wqe_cnt, v->wqe_cnt);
+		KUNIT_EXPECT_EQ(test, geom.max_post, v->max_post);
+		KUNIT_EXPECT_EQ(test, geom.max_gs, v->max_gs);
+		KUNIT_EXPECT_EQ(test, geom.max_inline, v->max_inline);
+		KUNIT_EXPECT_GE(test, geom.max_post, v->max_send_wr);
+	}
+
+	err = mlx5_ib_qp_budget(&caps, &attr, &budget);
+	KUNIT_EXPECT_EQ(test, err, v->err);
+	KUNIT_EXPECT_EQ(test, budget.max_send_wr_limit, v->limit);
+	if (!err) {
+		KUNIT_EXPECT_EQ(test, budget.cap.max_send_wr, v->max_post);
+		KUNIT_EXPECT_EQ(test, budget.cap.max_send_sge, v->max_gs);
+		KUNIT_EXPECT_EQ(test, budget.cap.max_inline_data,
+				v->max_inline);
+	}
+}
+
+/*
+ * attrs.max_qp_wr is worked out for one SGE, no inline data, on the QP
+ * type with the largest overhead (XRC_INI) in a WQE rounded up to a power
+ * of two: 2^log_max_qp_sz / 4.  RC QPs asking for it with 8 SGEs or more
+ * fail to be created; the budget says so, and gives the real limit.
+ */
+static void mlx5_ib_test_advertised_max_qp_wr(struct kunit *test)
+{
+	u32 ovh_max = max(SEG_XRC + SEG_CTRL + SEG_UMR_CTRL + SEG_MKEY +
+			  UMR_INLINE_MAX / WQE_DS,
+			  SEG_CTRL + SEG_ETH_PAD + SEG_ETH + SEG_AV);
+	unsigned int i, sge;
+
+	for (i = 0; i < ARRAY_SIZE(test_caps); i++) {
+		const struct mlx5_ib_sq_caps *caps = &test_caps[i];
+		u32 max_qp_wr = ((u64)WQE_BB << caps->log_max_qp_sz) /
+				ALIGN(roundup_pow_of_two(ovh_max + SEG_DATA),
+				      WQE_BB);
+
+		KUNIT_EXPECT_EQ(test, max_qp_wr, 1U << caps->log_max_qp_sz >> 2);
+		for (sge = 1; sge <= 30; sge++) {
+			struct ib_qp_init_attr attr =
+				test_attr(IB_QPT_RC, 0, max_qp_wr, sge, 0);
+			struct mlx5_ib_sq_geom geom = {};
+			struct ib_qp_budget budget;
+			struct sq_model m;
+			int create, ret;
+
+			model_sq(caps, &attr, &m);
+			create = mlx5_ib_calc_sq_geom(caps, &attr, &geom);
+			ret = mlx5_ib_qp_budget(caps, &attr, &budget);
+			KUNIT_EXPECT_EQ_MSG(test, ret, create,
+					    "caps %u, %u SGEs", i, sge);
+			if (m.err == -EINVAL) {
+				KUNIT_EXPECT_EQ(test, ret, -EINVAL);
+				continue;
+			}
+			KUNIT_EXPECT_EQ_MSG(test, ret, sge < 8 ? 0 : -ENOMEM,
+					    "caps %u, %u SGEs", i, sge);
+			KUNIT_EXPECT_EQ(test, budget.max_send_wr_limit,
+					m.limit);
+			if (sge >= 8)
+				KUNIT_EXPECT_LT(test, budget.max_send_wr_limit,
+						max_qp_wr);
+		}
+	}
+}
+
+/* The budget and QP creation agree with the model, and the limit is tight */
+static void check_budget(struct kunit *test, const struct mlx5_ib_sq_caps *caps,
+			 struct ib_qp_init_attr *attr, unsigned int *bad)
+{
+	struct mlx5_ib_sq_geom geom = {};
+	struct ib_qp_budget want, got;
+	int ret, exp, create;
+
+	exp = model_budget(caps, attr, &want);
+	memset(&got, 0xa5, sizeof(got));
+	ret = mlx5_ib_qp_budget(caps, attr, &got);
+	if (ret != exp || got.max_send_wr_limit != want.max_send_wr_limit ||
+	    (!ret && !same_cap(&got.cap, &want.cap))) {
+		if ((*bad)++ < MAX_REPORTS)
+			KUNIT_FAIL(test,
+				   "QP type %d flags %#x %u WRs %u SGEs %u inline: ret %d/%d limit %u/%u send_wr %u/%u sge %u/%u inline %u/%u",
+				   attr->qp_type, attr->create_flags,
+				   attr->cap.max_send_wr,
+				   attr->cap.max_send_sge,
+				   attr->cap.max_inline_data, ret, exp,
+				   got.max_send_wr_limit,
+				   want.max_send_wr_limit,
+				   got.cap.max_send_wr, want.cap.max_send_wr,
+				   got.cap.max_send_sge, want.cap.max_send_sge,
+				   got.cap.max_inline_data,
+				   want.cap.max_inline_data);
+		return;
+	}
+
+	/* What QP creation does, where its arithmetic is defined */
+	if (!attr->cap.max_send_wr ||
+	    attr->cap.max_send_wr > want.max_send_wr_limit + 1)
+		return;
+	create = mlx5_ib_calc_sq_geom(caps, attr, &geom);
+	if (create != ret ||
+	    (!ret && (geom.max_post != got.cap.max_send_wr ||
+		      geom.max_gs != got.cap.max_send_sge ||
+		      geom.max_inline != got.cap.max_inline_data))) {
+		if ((*bad)++ < MAX_REPORTS)
+			KUNIT_FAIL(test,
+				   "QP type %d flags %#x %u WRs %u SGEs %u inline: create %d, budget %d",
+				   attr->qp_type, attr->create_flags,
+				   attr->cap.max_send_wr,
+				   attr->cap.max_send_sge,
+				   attr->cap.max_inline_data, create, ret);
+	}
+}
+
+static unsigned int sweep_budget(struct kunit *test,
+				 const struct mlx5_ib_sq_caps *caps,
+				 enum ib_qp_type type, u32 flags,
+				 unsigned int *bad)
+{
+	unsigned int i, w, checked = 0;
+	u32 sge;
+
+	for (sge = 0; sge <= 31; sge++) {
+		for (i = 0; i < ARRAY_SIZE(test_inline); i++) {
+			struct ib_qp_init_attr attr =
+				test_attr(type, flags, 0, sge, test_inline[i]);
+			struct sq_model m;
+			u32 wrs[8];
+
+			model_sq(caps, &attr, &m);
+			wrs[0] = 0;
+			wrs[1] = 1;
+			wrs[2] = 3;
+			wrs[3] = 128;
+			wrs[4] = 1000;
+			wrs[5] = m.limit ? m.limit : 2;
+			wrs[6] = m.limit + 1;
+			wrs[7] = U32_MAX;
+			for (w = 0; w < ARRAY_SIZE(wrs); w++) {
+				attr.cap.max_send_wr = wrs[w];
+				check_budget(test, caps, &attr, bad);
+				checked++;
+			}
+		}
+	}
+	return checked;
+}
+
+static void mlx5_ib_test_budget_sweep(struct kunit *test)
+{
+	unsigned int c, q, bad = 0, checked = 0;
+
+	for (c = 0; c < ARRAY_SIZE(test_caps); c++)
+		for (q = 0; q < ARRAY_SIZE(test_qps); q++)
+			checked += sweep_budget(test, &test_caps[c],
+						test_qps[q].type,
+						test_qps[q].flags, &bad);
+	KUNIT_EXPECT_EQ(test, bad, 0);
+	kunit_info(test, "%u requests checked\n", checked);
+}
+
+static struct ib_rwq_ind_table dummy_rwq_ind_tbl;
+
+static void mlx5_ib_test_budget_unsupported(struct kunit *test)
+{
+	static const enum ib_qp_type types[] = {
+		IB_QPT_SMI, IB_QPT_GSI, IB_QPT_RAW_IPV6, IB_QPT_RAW_ETHERTYPE,
+		IB_QPT_RAW_PACKET, IB_QPT_XRC_TGT, IB_QPT_DRIVER,
+	};
+	struct mlx5_ib_sq_caps caps = caps_15_1024;
+	struct ib_qp_init_attr attr;
+	struct ib_qp_budget budget;
+	struct ib_wr_cost cost;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(types); i++) {
+		attr = test_attr(types[i], 0, 128, 1, 0);
+		KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget),
+				-EOPNOTSUPP);
+		KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(&caps, &attr, IB_WR_SEND,
+						      1, &cost), -EOPNOTSUPP);
+	}
+
+	/* Flags the device or the QP type does not take */
+	attr = test_attr(IB_QPT_RC, IB_QP_CREATE_IPOIB_UD_LSO, 128, 1, 0);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget),
+			-EOPNOTSUPP);
+	attr = test_attr(IB_QPT_UD, IB_QP_CREATE_NETIF_QP, 128, 1, 0);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget),
+			-EOPNOTSUPP);
+	attr = test_attr(IB_QPT_UD, IB_QP_CREATE_SOURCE_QPN, 128, 1, 0);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget),
+			-EOPNOTSUPP);
+	attr = test_attr(IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN, 128, 1, 0);
+	caps.create_flags &= ~IB_QP_CREATE_INTEGRITY_EN;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget),
+			-EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(&caps, &attr,
+					      IB_WR_REG_MR_INTEGRITY, 0,
+					      &cost), -EOPNOTSUPP);
+
+	/* RSS QPs are not kernel QPs */
+	attr = test_attr(IB_QPT_UD, 0, 128, 1, 0);
+	attr.rwq_ind_tbl = &dummy_rwq_ind_tbl;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget),
+			-EOPNOTSUPP);
+
+	/* XRC needs the capability */
+	caps = caps_15_1024;
+	caps.xrc = false;
+	attr = test_attr(IB_QPT_XRC_INI, 0, 128, 1, 0);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget),
+			-EOPNOTSUPP);
+	caps.xrc = true;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget), 0);
+}
+
+static struct ib_srq dummy_srq;
+
+/* Without a Send Queue asked for, nothing about its WQE can fail */
+static void mlx5_ib_test_budget_no_sq(struct kunit *test)
+{
+	struct mlx5_ib_sq_caps caps = caps_15_1024;
+	struct ib_qp_init_attr attr;
+	struct ib_qp_budget budget;
+
+	attr = test_attr(IB_QPT_RC, 0, 0, 4, 0);
+	KUNIT_ASSERT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget), 0);
+	KUNIT_EXPECT_TRUE(test, same_cap(&budget.cap, &attr.cap));
+	KUNIT_EXPECT_EQ(test, budget.max_send_wr_limit, 8192);
+
+	/* A WQE of 640 bytes does not fit, but none is needed */
+	caps.max_wqe_sz_sq = 512;
+	attr = test_attr(IB_QPT_RC, 0, 0, 30, 0);
+	KUNIT_ASSERT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget), 0);
+	KUNIT_EXPECT_TRUE(test, same_cap(&budget.cap, &attr.cap));
+	KUNIT_EXPECT_EQ(test, budget.max_send_wr_limit, 0);
+	attr.cap.max_send_wr = 1;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, budget.max_send_wr_limit, 0);
+
+	/* No Receive Queue with an SRQ, or on XRC_INI */
+	caps = caps_15_1024;
+	attr = test_attr(IB_QPT_RC, 0, 16, 1, 0);
+	attr.srq = &dummy_srq;
+	KUNIT_ASSERT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget), 0);
+	KUNIT_EXPECT_EQ(test, budget.cap.max_recv_wr, 0);
+	KUNIT_EXPECT_EQ(test, budget.cap.max_recv_sge, 0);
+	attr = test_attr(IB_QPT_XRC_INI, 0, 16, 1, 0);
+	KUNIT_ASSERT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget), 0);
+	KUNIT_EXPECT_EQ(test, budget.cap.max_recv_wr, 0);
+	attr = test_attr(IB_QPT_RC, 0, 16, 1, 0);
+	KUNIT_ASSERT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget), 0);
+	KUNIT_EXPECT_EQ(test, budget.cap.max_recv_wr, 16);
+	KUNIT_EXPECT_EQ(test, budget.cap.max_recv_sge, 2);
+
+	/* Any max_send_wr above the limit, without overflowing */
+	attr = test_attr(IB_QPT_RC, 0, U32_MAX, 1, 0);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(&caps, &attr, &budget),
+			-ENOMEM);
+	KUNIT_EXPECT_EQ(test, budget.max_send_wr_limit, 10922);
+}
+
+static struct kunit_case mlx5_ib_sq_budget_cases[] = {
+	KUNIT_CASE(mlx5_ib_test_segments),
+	KUNIT_CASE_PARAM(mlx5_ib_test_geom_vectors, geom_vectors_gen_params),
+	KUNIT_CASE(mlx5_ib_test_advertised_max_qp_wr),
+	KUNIT_CASE(mlx5_ib_test_budget_sweep),
+	KUNIT_CASE(mlx5_ib_test_budget_unsupported),
+	KUNIT_CASE(mlx5_ib_test_budget_no_sq),
+	{}
+};
+
+static struct kunit_suite mlx5_ib_sq_budget_suite = {
+	.name = "mlx5_ib_sq_budget",
+	.test_cases = mlx5_ib_sq_budget_cases,
+};
+
+/* ---- Suite mlx5_ib_wr_cost ---- */
+
+struct layout_vector {
+	const char *name;
+	enum ib_qp_type type;
+	u32 flags;
+	enum ib_wr_opcode opcode;
+	u32 num_sge;
+	u32 bbs;
+	u32 wqes;
+};
+
+/* Basic blocks per WR, counted by hand from the builders */
+static const struct layout_vector layout_vectors[] = {
+	{ "RC SEND 0 SGE", IB_QPT_RC, 0, IB_WR_SEND, 0, 1, 1 },
+	{ "RC SEND 3 SGEs", IB_QPT_RC, 0, IB_WR_SEND, 3, 1, 1 },
+	{ "RC SEND 4 SGEs", IB_QPT_RC, 0, IB_WR_SEND, 4, 2, 1 },
+	{ "RC SEND 7 SGEs", IB_QPT_RC, 0, IB_WR_SEND, 7, 2, 1 },
+	{ "RC SEND 8 SGEs", IB_QPT_RC, 0, IB_WR_SEND, 8, 3, 1 },
+	{ "RC SEND_INV 1 SGE", IB_QPT_RC, 0, IB_WR_SEND_WITH_INV, 1, 1, 1 },
+	{ "RC WRITE 2 SGEs", IB_QPT_RC, 0, IB_WR_RDMA_WRITE, 2, 1, 1 },
+	{ "RC WRITE 3 SGEs", IB_QPT_RC, 0, IB_WR_RDMA_WRITE, 3, 2, 1 },
+	{ "RC WRITE_IMM 6 SGEs", IB_QPT_RC, 0, IB_WR_RDMA_WRITE_WITH_IMM, 6,
+	  2, 1 },
+	{ "RC READ 7 SGEs", IB_QPT_RC, 0, IB_WR_RDMA_READ, 7, 3, 1 },
+	{ "RC READ 10 SGEs", IB_QPT_RC, 0, IB_WR_RDMA_READ, 10, 3, 1 },
+	{ "RC READ 30 SGEs", IB_QPT_RC, 0, IB_WR_RDMA_READ, 30, 8, 1 },
+	{ "RC LOCAL_INV", IB_QPT_RC, 0, IB_WR_LOCAL_INV, 0, 2, 1 },
+	{ "RC REG_MR", IB_QPT_RC, 0, IB_WR_REG_MR, 0, 3, 1 },
+	{ "RC REG_MR_INTEGRITY", IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN,
+	  IB_WR_REG_MR_INTEGRITY, 0, 9, 4 },
+	{ "XRC_INI SEND 2 SGEs", IB_QPT_XRC_INI, 0, IB_WR_SEND, 2, 1, 1 },
+	{ "XRC_INI WRITE 2 SGEs", IB_QPT_XRC_INI, 0, IB_WR_RDMA_WRITE, 2,
+	  2, 1 },
+	{ "XRC_INI LOCAL_INV", IB_QPT_XRC_INI, 0, IB_WR_LOCAL_INV, 0, 3, 1 },
+	{ "XRC_INI REG_MR", IB_QPT_XRC_INI, 0, IB_WR_REG_MR, 0, 4, 1 },
+	{ "XRC_INI REG_MR_INTEGRITY", IB_QPT_XRC_INI,
+	  IB_QP_CREATE_INTEGRITY_EN, IB_WR_REG_MR_INTEGRITY, 0, 10, 4 },
+	{ "UC WRITE 2 SGEs", IB_QPT_UC, 0, IB_WR_RDMA_WRITE, 2, 1, 1 },
+	{ "UD SEND 0 SGE", IB_QPT_UD, 0, IB_WR_SEND, 0, 1, 1 },
+	{ "UD SEND 1 SGE", IB_QPT_UD, 0, IB_WR_SEND, 1, 2, 1 },
+	{ "UD SEND 4 SGEs", IB_QPT_UD, 0, IB_WR_SEND_WITH_IMM, 4, 2, 1 },
+	{ "UD LSO SEND 2 SGEs", IB_QPT_UD, IB_QP_CREATE_IPOIB_UD_LSO,
+	  IB_WR_SEND, 2, 2, 1 },
+	{ "UD LSO SEND 3 SGEs", IB_QPT_UD, IB_QP_CREATE_IPOIB_UD_LSO,
+	  IB_WR_SEND, 3, 3, 1 },
+};
+
+static void layout_vector_desc(const struct layout_vector *v, char *desc)
+{
+	strscpy(desc, v->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(layout_vectors, layout_vectors, layout_vector_desc);
+
+static void mlx5_ib_test_layout_vectors(struct kunit *test)
+{
+	const struct layout_vector *v = test->param_value;
+	struct ib_qp_init_attr attr = test_attr(v->type, v->flags, 0, 0, 0);
+	struct mlx5_ib_wr_layout layout;
+
+	KUNIT_ASSERT_EQ(test, mlx5_ib_calc_wr_layout(&attr, v->opcode,
+						     v->num_sge, &layout), 0);
+	KUNIT_EXPECT_EQ(test, layout.bbs, v->bbs);
+	KUNIT_EXPECT_EQ(test, layout.wqes, v->wqes);
+}
+
+/* Every opcode and SGE count on every QP type, against the model */
+static void mlx5_ib_test_layout_sweep(struct kunit *test)
+{
+	unsigned int q, op, n, bad = 0;
+
+	for (q = 0; q < ARRAY_SIZE(test_qps); q++) {
+		struct ib_qp_init_attr attr =
+			test_attr(test_qps[q].type, test_qps[q].flags, 0, 0, 0);
+
+		for (op = 0; op <= IB_WR_RESERVED1; op++) {
+			for (n = 0; n <= MAX_SGE; n++) {
+				struct mlx5_ib_wr_layout got = {};
+				struct wr_model want;
+				int ret;
+
+				model_wr(&attr, op,
+					 is_registration(op) ? 0 : n, &want);
+				ret = mlx5_ib_calc_wr_layout(&attr, op, n, &got);
+				if (ret == want.err &&
+				    (ret || (got.bbs == want.bbs &&
+					     got.wqes == want.wqes &&
+					     got.signaled == want.signaled)))
+					continue;
+				if (bad++ < MAX_REPORTS)
+					KUNIT_FAIL(test,
+						   "QP %u opcode %u %u SGEs: ret %d/%d bbs %u/%u wqes %u/%u signaled %u/%u",
+						   q, op, n, ret, want.err,
+						   got.bbs, want.bbs, got.wqes,
+						   want.wqes, got.signaled,
+						   want.signaled);
+			}
+		}
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0);
+}
+
+/* The cost hook, for every opcode and SGE count, against the model */
+static unsigned int sweep_cost(struct kunit *test,
+			       const struct mlx5_ib_sq_caps *caps,
+			       struct ib_qp_init_attr *attr, unsigned int *bad)
+{
+	static const u32 wrs[] = { 0, 128, U32_MAX };
+	unsigned int op, n, checked = 0;
+
+	for (op = 0; op <= IB_WR_REG_MR_INTEGRITY + 1; op++) {
+		for (n = 0; n <= 32; n++) {
+			struct ib_wr_cost got = {}, want;
+			int ret, exp;
+
+			/* The cost does not depend on max_send_wr */
+			attr->cap.max_send_wr = wrs[n % ARRAY_SIZE(wrs)];
+			exp = model_cost(caps, attr, op, n, &want);
+			ret = mlx5_ib_wr_cost(caps, attr, op, n, &got);
+			checked++;
+			if (ret == exp &&
+			    (ret || (got.sq_units == want.sq_units &&
+				     got.cqe_signaled == want.cqe_signaled &&
+				     got.cqe_error == want.cqe_error)))
+				continue;
+			if ((*bad)++ < MAX_REPORTS)
+				KUNIT_FAIL(test,
+					   "QP type %d flags %#x %u SGEs sig %d opcode %u %u SGEs: ret %d/%d units %u/%u signaled %u/%u error %u/%u",
+					   attr->qp_type, attr->create_flags,
+					   attr->cap.max_send_sge,
+					   attr->sq_sig_type, op, n, ret, exp,
+					   got.sq_units, want.sq_units,
+					   got.cqe_signaled, want.cqe_signaled,
+					   got.cqe_error, want.cqe_error);
+		}
+	}
+	return checked;
+}
+
+static void mlx5_ib_test_cost_sweep(struct kunit *test)
+{
+	static const u32 sges[] = { 0, 1, 2, 3, 4, 5, 8, 16, 19, 23, 24, 30,
+				    31 };
+	unsigned int c, q, s, bad = 0, checked = 0;
+
+	for (c = 0; c < ARRAY_SIZE(test_caps); c++) {
+		for (q = 0; q < ARRAY_SIZE(test_qps); q++) {
+			for (s = 0; s < ARRAY_SIZE(sges); s++) {
+				struct ib_qp_init_attr attr =
+					test_attr(test_qps[q].type,
+						  test_qps[q].flags, 0,
+						  sges[s], 0);
+
+				checked += sweep_cost(test, &test_caps[c],
+						      &attr, &bad);
+				attr.sq_sig_type = IB_SIGNAL_ALL_WR;
+				checked += sweep_cost(test, &test_caps[c],
+						      &attr, &bad);
+			}
+		}
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0);
+	kunit_info(test, "%u WRs checked\n", checked);
+}
+
+/*
+ * What the cost is for: a QP granted max_send_wr holds any mix of WRs whose
+ * units add up to it, inline ones included, without its ring of basic
+ * blocks overflowing, although the driver only counts WRs.
+ */
+static void check_fits_ring(struct kunit *test,
+			    const struct mlx5_ib_sq_caps *caps,
+			    const struct ib_qp_init_attr *attr,
+			    unsigned int *bad)
+{
+	struct mlx5_ib_sq_geom geom = {};
+	struct ib_qp_budget budget;
+	u32 granted, head, bytes;
+	unsigned int op;
+
+	if (mlx5_ib_qp_budget(caps, attr, &budget))
+		return;
+	KUNIT_ASSERT_EQ(test, mlx5_ib_calc_sq_geom(caps, attr, &geom), 0);
+	granted = budget.cap.max_send_wr;
+
+	for (op = 0; op <= IB_WR_REG_MR_INTEGRITY; op++) {
+		u32 n = is_registration(op) ? 0 : budget.cap.max_send_sge;
+		struct ib_wr_cost cost;
+		struct wr_model m;
+
+		if (mlx5_ib_wr_cost(caps, attr, op, n, &cost))
+			continue;
+		model_wr(attr, op, n, &m);
+		/* One WR fits its units, and so does a ring full of it */
+		if (cost.sq_units * geom.wqe_size >= m.bbs * WQE_BB &&
+		    granted / cost.sq_units * m.bbs <= geom.wqe_cnt)
+			continue;
+		if ((*bad)++ < MAX_REPORTS)
+			KUNIT_FAIL(test,
+				   "QP type %d flags %#x %u WRs %u SGEs %u inline, opcode %u: %u units of %u bytes for %u blocks, ring of %u blocks",
+				   attr->qp_type, attr->create_flags,
+				   attr->cap.max_send_wr,
+				   attr->cap.max_send_sge,
+				   attr->cap.max_inline_data, op,
+				   cost.sq_units, geom.wqe_size, m.bbs,
+				   geom.wqe_cnt);
+	}
+
+	/* A SEND or RDMA WRITE of max_inline_data bytes fits one unit */
+	if (attr->qp_type == IB_QPT_UD)
+		head = model_overhead(attr);
+	else if (attr->qp_type == IB_QPT_XRC_INI)
+		head = SEG_CTRL + SEG_XRC + SEG_RADDR;
+	else
+		head = SEG_CTRL + SEG_RADDR;
+	bytes = head + ALIGN(SEG_INLINE + budget.cap.max_inline_data, WQE_DS);
+	if (bytes > geom.wqe_size && (*bad)++ < MAX_REPORTS)
+		KUNIT_FAIL(test,
+			   "QP type %d flags %#x %u SGEs %u inline: %u inline bytes take %u bytes of %u",
+			   attr->qp_type, attr->create_flags,
+			   attr->cap.max_send_sge, attr->cap.max_inline_data,
+			   budget.cap.max_inline_data, bytes, geom.wqe_size);
+}
+
+static void mlx5_ib_test_cost_fits_ring(struct kunit *test)
+{
+	static const u32 wrs[] = { 1, 3, 128, 1000 };
+	unsigned int c, q, i, w, bad = 0;
+	u32 sge;
+
+	for (c = 0; c < ARRAY_SIZE(test_caps); c++) {
+		for (q = 0; q < ARRAY_SIZE(test_qps); q++) {
+			for (sge = 0; sge <= 30; sge++) {
+				for (i = 0; i < ARRAY_SIZE(test_inline); i++) {
+					struct ib_qp_init_attr attr =
+						test_attr(test_qps[q].type,
+							  test_qps[q].flags, 0,
+							  sge, test_inline[i]);
+
+					for (w = 0; w < ARRAY_SIZE(wrs); w++) {
+						attr.cap.max_send_wr = wrs[w];
+						check_fits_ring(test,
+								&test_caps[c],
+								&attr, &bad);
+					}
+				}
+			}
+		}
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0);
+}
+
+/*
+ * The integrity corner cases, charged by the hook rather than changed in
+ * the driver: REG_MR_INTEGRITY takes 9 blocks where an INTEGRITY_EN QP
+ * reserves 8 per WR below 24 SGEs, so it costs 2 units there; when
+ * signaled it completes twice (four times with IB_SIGNAL_ALL_WR), and a
+ * flush completes each of its 4 WQEs.
+ */
+static void mlx5_ib_test_integrity(struct kunit *test)
+{
+	const struct mlx5_ib_sq_caps *caps = &caps_15_1024;
+	struct ib_qp_init_attr attr;
+	struct mlx5_ib_sq_geom geom = {};
+	struct ib_wr_cost cost;
+	u32 sge;
+
+	for (sge = 0; sge <= 30; sge++) {
+		attr = test_attr(IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN, 128, sge,
+				 0);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_calc_sq_geom(caps, &attr, &geom),
+				0);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr,
+						      IB_WR_REG_MR_INTEGRITY,
+						      0, &cost), 0);
+		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, sge < 24 ? 2 : 1,
+				    "%u SGEs", sge);
+		KUNIT_EXPECT_EQ(test, cost.cqe_signaled, 2);
+		KUNIT_EXPECT_EQ(test, cost.cqe_error, 4);
+		/* One unit each would overrun the ring by a block per WR */
+		if (sge < 24)
+			KUNIT_EXPECT_GT(test, geom.max_post * 9, geom.wqe_cnt);
+		else
+			KUNIT_EXPECT_LE(test, geom.max_post * 9, geom.wqe_cnt);
+
+		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr,
+						      IB_WR_REG_MR, 0, &cost),
+				0);
+		KUNIT_EXPECT_EQ(test, cost.sq_units, 1);
+		KUNIT_EXPECT_EQ(test, cost.cqe_signaled, 1);
+		KUNIT_EXPECT_EQ(test, cost.cqe_error, 1);
+	}
+
+	attr = test_attr(IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN, 128, 1, 0);
+	attr.sq_sig_type = IB_SIGNAL_ALL_WR;
+	KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr,
+					      IB_WR_REG_MR_INTEGRITY, 0, &cost),
+			0);
+	KUNIT_EXPECT_EQ(test, cost.cqe_signaled, 4);
+	KUNIT_EXPECT_EQ(test, cost.cqe_error, 4);
+
+	/* The XRC_INI REG_MR with its descriptors inline: 4 blocks of 3 */
+	for (sge = 0; sge <= 4; sge++) {
+		attr = test_attr(IB_QPT_XRC_INI, 0, 128, sge, 0);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_REG_MR,
+						      0, &cost), 0);
+		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, sge <= 2 ? 2 : 1,
+				    "%u SGEs", sge);
+	}
+}
+
+static void mlx5_ib_test_cost_errors(struct kunit *test)
+{
+	static const enum ib_wr_opcode rc_unsupported[] = {
+		IB_WR_ATOMIC_CMP_AND_SWP, IB_WR_ATOMIC_FETCH_AND_ADD,
+		IB_WR_MASKED_ATOMIC_CMP_AND_SWP,
+		IB_WR_MASKED_ATOMIC_FETCH_AND_ADD, IB_WR_BIND_MW, IB_WR_LSO,
+		IB_WR_RDMA_READ_WITH_INV, IB_WR_FLUSH, IB_WR_ATOMIC_WRITE,
+		IB_WR_REG_MR_INTEGRITY, IB_WR_RESERVED1,
+	};
+	const struct mlx5_ib_sq_caps *caps = &caps_15_1024;
+	struct ib_qp_init_attr attr = test_attr(IB_QPT_RC, 0, 128, 4, 0);
+	struct mlx5_ib_wr_layout layout;
+	struct ib_wr_cost cost;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(rc_unsupported); i++)
+		KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr,
+						      rc_unsupported[i], 1,
+						      &cost), -EOPNOTSUPP);
+
+	/* 4 SGEs asked for: 14 granted, the most a WR may carry */
+	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_SEND, 14,
+					      &cost), 0);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_SEND, 15,
+					      &cost), -EINVAL);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_REG_MR, 15,
+					      &cost), -EINVAL);
+
+	/* Registrations carry no data segment, whatever num_sge says */
+	KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_LOCAL_INV, 4,
+					      &cost), 0);
+	KUNIT_EXPECT_EQ(test, cost.sq_units, 1);
+
+	/* REG_MR and LOCAL_INV are RC and XRC only; UD only sends */
+	attr = test_attr(IB_QPT_UC, 0, 128, 4, 0);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_REG_MR, 0,
+					      &cost), -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_RDMA_READ, 1,
+					      &cost), -EOPNOTSUPP);
+	attr = test_attr(IB_QPT_UD, 0, 128, 4, 0);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_RDMA_WRITE,
+					      1, &cost), -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_LOCAL_INV, 0,
+					      &cost), -EOPNOTSUPP);
+
+	/* More SGEs than any WQE holds */
+	KUNIT_EXPECT_EQ(test, mlx5_ib_calc_wr_layout(&attr, IB_WR_SEND,
+						     MAX_SGE + 1, &layout),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_calc_wr_layout(&attr, IB_WR_SEND,
+						     U32_MAX, &layout),
+			-EINVAL);
+
+	/* A WQE the device does not take */
+	attr = test_attr(IB_QPT_RC, 0, 0, 30, 0);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(&test_caps[0], &attr, IB_WR_SEND,
+					      1, &cost), -EINVAL);
+}
+
+static struct kunit_case mlx5_ib_wr_cost_cases[] = {
+	KUNIT_CASE_PARAM(mlx5_ib_test_layout_vectors,
+			 layout_vectors_gen_params),
+	KUNIT_CASE(mlx5_ib_test_layout_sweep),
+	KUNIT_CASE(mlx5_ib_test_cost_sweep),
+	KUNIT_CASE(mlx5_ib_test_cost_fits_ring),
+	KUNIT_CASE(mlx5_ib_test_integrity),
+	KUNIT_CASE(mlx5_ib_test_cost_errors),
+	{}
+};
+
+static struct kunit_suite mlx5_ib_wr_cost_suite = {
+	.name = "mlx5_ib_wr_cost",
+	.test_cases = mlx5_ib_wr_cost_cases,
+};
+
+kunit_test_suites(&mlx5_ib_sq_budget_suite, &mlx5_ib_wr_cost_suite);
+
+MODULE_DESCRIPTION("KUnit tests for mlx5 Send Queue sizing");
+MODULE_LICENSE("Dual BSD/GPL");
