@@ -236,6 +236,8 @@ void ib_slot_put(struct ib_slot *slot);
 int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 		   struct scatterlist *sg, int sg_nents,
 		   unsigned int *sg_offset, int access);
+bool ib_slot_rdma_needs_mr(const struct ib_slot *slot,
+			   enum dma_data_direction dir, u32 sg_cnt);
 int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr);
 int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 		  void (*fenced)(struct ib_slot *slot));

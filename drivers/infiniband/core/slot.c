@@ -1134,6 +1134,35 @@ static void ib_slot_chain(struct ib_slot_pool *pool, struct ib_send_wr ***tail,
 }
 
 /**
+ * ib_slot_rdma_needs_mr - whether an RDMA transfer must go through an MR
+ * @slot: a slot bound to a QP
+ * @dir: %DMA_FROM_DEVICE for the sink of an RDMA READ, %DMA_TO_DEVICE for
+ *	the source of an RDMA WRITE
+ * @sg_cnt: DMA-mapped entries to transfer
+ *
+ * The decision rdma_rw makes: iWARP requires the sink of an RDMA READ to be
+ * registered with remote write access, and a device with max_sgl_rd reads
+ * long lists faster through an MR than with many SGEs.  When it says so,
+ * the transfer takes one of the slot's lkey MRs (ib_slot_map_mr()),
+ * otherwise SGEs straight from @sg.
+ *
+ * Context: Any context.
+ * Return: %true if the transfer needs an lkey MR.
+ */
+bool ib_slot_rdma_needs_mr(const struct ib_slot *slot,
+			   enum dma_data_direction dir, u32 sg_cnt)
+{
+	struct ib_device *dev = slot->pool->dev;
+
+	if (dir != DMA_FROM_DEVICE)
+		return false;
+	if (rdma_node_get_transport(dev->node_type) == RDMA_TRANSPORT_IWARP)
+		return true;
+	return dev->attrs.max_sgl_rd && sg_cnt > dev->attrs.max_sgl_rd;
+}
+EXPORT_SYMBOL(ib_slot_rdma_needs_mr);
+
+/**
  * ib_slot_post - post a chain of WRs through a slot
  * @slot: the slot, with no post outstanding
  * @wr: the caller's chain (RDMA READ/WRITE, SEND, ...), or %NULL

@@ -1358,6 +1358,38 @@ static void ib_slot_provider_units(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 24);
 }
 
+/* RDMA READ sinks take an MR on iWARP, and past max_sgl_rd, as in rdma_rw. */
+static void ib_slot_rdma_mr_decision(struct kunit *test)
+{
+	static const struct ib_slot_profile p = {
+		.nr_lkey_mrs = 1, .max_pages_per_mr = 16, .max_rdma_sges = 4,
+		.max_send_sge = 4, .nr_sends = 1,
+	};
+	struct test_env *env = test->priv;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	bool needs;
+
+	env->fdev->ibdev.attrs.max_sgl_rd = 4;
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	needs = ib_slot_rdma_needs_mr(slot, DMA_FROM_DEVICE, 4);
+	KUNIT_EXPECT_FALSE(test, needs);
+	needs = ib_slot_rdma_needs_mr(slot, DMA_FROM_DEVICE, 5);
+	KUNIT_EXPECT_TRUE(test, needs);
+	needs = ib_slot_rdma_needs_mr(slot, DMA_TO_DEVICE, 64);
+	KUNIT_EXPECT_FALSE(test, needs);
+	env->fdev->ibdev.node_type = RDMA_NODE_RNIC;
+	needs = ib_slot_rdma_needs_mr(slot, DMA_FROM_DEVICE, 1);
+	KUNIT_EXPECT_TRUE(test, needs);
+	needs = ib_slot_rdma_needs_mr(slot, DMA_TO_DEVICE, 1);
+	KUNIT_EXPECT_FALSE(test, needs);
+	env->fdev->ibdev.node_type = RDMA_NODE_IB_CA;
+	ib_slot_put(slot);
+}
+
 /* An MR whose registration was flushed is invalidated before reuse. */
 static void ib_slot_reuse_after_flush(struct kunit *test)
 {
@@ -1851,6 +1883,7 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_fence_waits_for_send),
 	KUNIT_CASE(ib_slot_reuse_after_flush),
 	KUNIT_CASE(ib_slot_provider_units),
+	KUNIT_CASE(ib_slot_rdma_mr_decision),
 	KUNIT_CASE_SLOW(ib_slot_destroy_waits),
 	{}
 };
