@@ -384,8 +384,12 @@ static void ib_slot_qp_detach_action(void *sqp)
 
 static void ib_slot_pool_destroy_action(void *pool)
 {
-	if (!test_leaking())
-		ib_slot_pool_destroy(pool);
+	if (test_leaking())
+		return;
+	/* Later actions must not read the counters of a freed pool. */
+	if (cur_env->pool == pool)
+		cur_env->pool = NULL;
+	ib_slot_pool_destroy(pool);
 }
 
 static void test_done(struct ib_slot *slot, const struct ib_wc *wc)
