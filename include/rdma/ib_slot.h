@@ -138,7 +138,6 @@ struct ib_slot_mr {
  * @busy: outstanding posts, plus one while ib_slot_fence() runs
  * @flags: %IB_SLOT_F_* bits
  * @status: first error status of the current post
- * @fence_status: first error status of the current fence
  * @fenced: callback of a pending ib_slot_fence()
  *
  * A slot lives from ib_slot_get() to ib_slot_put(), and every WR posted
@@ -157,7 +156,6 @@ struct ib_slot {
 	atomic_t		busy;
 	unsigned long		flags;
 	enum ib_wc_status	status;
-	enum ib_wc_status	fence_status;
 	void (*fenced)(struct ib_slot *slot);
 };
 

@@ -660,7 +660,6 @@ static void ib_slot_bind(struct ib_slot_qp *sqp, struct ib_slot *slot)
 	slot->sqp = sqp;
 	slot->sq_used = 0;
 	slot->status = IB_WC_SUCCESS;
-	slot->fence_status = IB_WC_SUCCESS;
 }
 
 static void ib_slot_note_use(struct ib_slot_pool *pool)
@@ -671,15 +670,13 @@ static void ib_slot_note_use(struct ib_slot_pool *pool)
 		WRITE_ONCE(pool->high_water, in_use);
 }
 
-/* Give back what ib_slot_try_get() took: fair share, credits, slots. */
+/* Give back what ib_slot_try_get() took before it failed. */
 static void ib_slot_unreserve(struct ib_slot_qp *sqp, unsigned int nr,
-			      bool credits, bool slots)
+			      bool credits)
 {
 	atomic_sub(nr, &sqp->nr_held);
 	if (credits)
 		atomic_add(nr * sqp->pool->cost.sqes, &sqp->sq_avail);
-	if (slots)
-		atomic_add(nr, &sqp->pool->avail);
 }
 
 /*
@@ -698,11 +695,11 @@ static int ib_slot_try_get(struct ib_slot_qp *sqp, unsigned int nr,
 	if (!ib_slot_add_below(&sqp->nr_held, nr, sqp->fair_share))
 		return -EBUSY;
 	if (!ib_slot_take(&sqp->sq_avail, nr * pool->cost.sqes)) {
-		ib_slot_unreserve(sqp, nr, false, false);
+		ib_slot_unreserve(sqp, nr, false);
 		return -EBUSY;
 	}
 	if (!ib_slot_take(&pool->avail, nr)) {
-		ib_slot_unreserve(sqp, nr, true, false);
+		ib_slot_unreserve(sqp, nr, true);
 		return -ENOSPC;
 	}
 	for (i = 0; i < nr; i++) {
@@ -1312,7 +1309,6 @@ static void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc)
 	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot,
 					    inv_cqe);
 
-	ib_slot_wc_error(&slot->fence_status, wc);
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		unsigned int i;
 
@@ -1386,7 +1382,6 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 			goto out;
 		}
 		last->send_flags = IB_SEND_SIGNALED;
-		slot->fence_status = IB_WC_SUCCESS;
 		/* Before the post: its completion may report them unknown. */
 		for (wr = first; wr; wr = wr->next)
 			ib_slot_inv_mr(slot, wr)->need_inval = false;

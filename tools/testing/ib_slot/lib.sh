@@ -47,3 +47,15 @@ overlay_of() { awk -v p="$1" '$1 == p { for (i = 2; i <= NF; i++) print $i }' "$
 
 # All overlay files, in series order.
 overlay_all() { local p; for p in $(series); do overlay_of "$p"; done; }
+
+# Unpack the base tree (KSRC, or Debian's tarball) into the empty dir $1.
+unpack_base() {
+	if [ -n "${KSRC:-}" ]; then
+		say "copying base tree from $KSRC"
+		tar -C "$KSRC" --exclude=.git -cf - . | tar -C "$1" -xf -
+	else
+		[ -f "$DEB_TARBALL" ] || die "$DEB_TARBALL missing (apt-get install linux-source-6.12)"
+		say "unpacking $DEB_TARBALL"
+		tar -C "$1" --strip-components=1 -xJf "$DEB_TARBALL"
+	fi
+}

@@ -22,14 +22,7 @@ flock 9
 if [ ! -f "$SRC/.ib-slot-base" ]; then
 	rm -rf "$SRC" "$SRC.tmp"
 	mkdir -p "$SRC.tmp"
-	if [ -n "${KSRC:-}" ]; then
-		say "copying base tree from $KSRC"
-		tar -C "$KSRC" --exclude=.git -cf - . | tar -C "$SRC.tmp" -xf -
-	else
-		[ -f "$DEB_TARBALL" ] || die "$DEB_TARBALL missing (apt-get install linux-source-6.12)"
-		say "unpacking $DEB_TARBALL"
-		tar -C "$SRC.tmp" --strip-components=1 -xJf "$DEB_TARBALL"
-	fi
+	unpack_base "$SRC.tmp"
 	make -s -C "$SRC.tmp" kernelversion > "$SRC.tmp/.ib-slot-base"
 	mv "$SRC.tmp" "$SRC"
 fi

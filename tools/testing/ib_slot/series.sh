@@ -53,14 +53,7 @@ fi
 repo=$scratch/linux
 mkdir -p "$repo"
 
-if [ -n "${KSRC:-}" ]; then
-	say "copying base tree from $KSRC"
-	tar -C "$KSRC" --exclude=.git -cf - . | tar -C "$repo" -xf -
-else
-	[ -f "$DEB_TARBALL" ] || die "$DEB_TARBALL missing (apt-get install linux-source-6.12)"
-	say "unpacking $DEB_TARBALL"
-	tar -C "$repo" --strip-components=1 -xJf "$DEB_TARBALL"
-fi
+unpack_base "$repo"
 cd "$repo"
 g init -q
 # -f: the base is the tree exactly as shipped, .gitignore notwithstanding.
