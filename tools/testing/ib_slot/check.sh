@@ -33,6 +33,9 @@ export LOGDIR
 T0=$(now)
 
 "$TOOLS/deps.sh" || die "could not install the build dependencies"
+# Again: on a fresh machine the base tree's version, and with it every path,
+# is known only once deps.sh has installed linux-source-6.12.
+. "$TOOLS/lib.sh"
 "$TOOLS/prepare.sh" || die "could not prepare the kernel tree"
 
 say "static checks: checkpatch --strict, kernel-doc -Wall"

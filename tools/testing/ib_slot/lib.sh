@@ -59,3 +59,19 @@ unpack_base() {
 		tar -C "$1" --strip-components=1 -xJf "$DEB_TARBALL"
 	fi
 }
+
+# build_ext <dir>: build the external module(s) whose sources (*.c, *.h,
+# Kbuild) are in $TOP/<dir> against the test kernel in $BUILD, W=1.  Kbuild
+# writes its objects next to the sources, so they are copied (mtimes kept, so
+# an unchanged module is not rebuilt) to $BASE_DIR/ext-$FLAVOUR/<name>, which
+# is printed; the VM can insmod the .ko files from there.
+build_ext() {
+	local src=$TOP/$1 out
+	out=$BASE_DIR/ext-$FLAVOUR/$(basename "$1")
+	[ -f "$src/Kbuild" ] || die "no Kbuild in $src"
+	mkdir -p "$out" || die "cannot create $out"
+	cp -p "$src"/Kbuild "$src"/*.c "$out"/ || die "cannot copy $src"
+	cp -p "$src"/*.h "$out"/ 2>/dev/null
+	"${KMAKE[@]}" -s W=1 M="$out" modules >&2 || return 1
+	echo "$out"
+}
