@@ -8,7 +8,8 @@
 #
 # usage: vmtest.sh [name...]
 #   name: a guest/<name>.sh test; default: all of them, rxe-up rping nfs-rdma
-#   srp first, then the others in alphabetical order.
+#   srp first, then the others in alphabetical order.  Tests named ulp-*
+#   first get a "build/ulp" step that builds the example ULP they load.
 # env: LOGDIR     where <name>.log (console) and <name>.out/ (the guest's
 #                 /run/out) go; default: a new directory under ${TMPDIR:-/tmp}
 #      VM_TIMEOUT per-test limit in seconds (default 300)
@@ -52,6 +53,26 @@ kargs=()
 for a in ${VM_ARGS:-}; do kargs+=(-a "$a"); done
 
 passed=0 failed=0
+# The ulp-* tests load the example ULP (ulp/): build it first, counted as a
+# test that fails on any warning (W=1) or checkpatch complaint.
+for n in "${names[@]}"; do
+	case $n in ulp-*) ;; *) continue ;; esac
+	t0=$(now)
+	o=$(build_ext tools/testing/ib_slot/ulp 2>&1 >/dev/null)
+	rc=$?
+	grep -q 'warning:' <<<"$o" && rc=1
+	o+=$("$SRC/scripts/checkpatch.pl" --strict -q -f "$TOOLS"/ulp/*.c 2>&1) || rc=1
+	secs=$(printf '%.0f' "$(echo "$(now) - $t0" | bc)")
+	if [ $rc = 0 ]; then
+		echo "PASS build/ulp (${secs}s)"
+		passed=$((passed + 1))
+	else
+		echo "FAIL build/ulp (${secs}s)"
+		echo "$o" | tail -20
+		failed=$((failed + 1))
+	fi
+	break
+done
 for n in "${names[@]}"; do
 	n=${n%.sh}
 	log=$LOGDIR/$n.log
