@@ -154,6 +154,7 @@ enum {
 	EX_CMD_IDLE,
 	EX_CMD_WAITING,
 	EX_CMD_READING,
+	EX_CMD_WRITING,
 	EX_CMD_RESPONDING,
 };
 
@@ -653,11 +654,22 @@ static void ex_server_exec(struct ex_recv *cmd)
 		ex_fill(ex.bufs.data[tag], len, le32_to_cpu(req->seed));
 		ib_dma_sync_single_for_device(ex.dev, sg_dma_address(sg), len,
 					      DMA_BIDIRECTIONAL);
-		/* RC ordering: the data is placed before the response lands. */
 		cmd->rdma.wr.opcode = IB_WR_RDMA_WRITE;
-		cmd->rdma.wr.next = ex_server_response(cmd, 0);
-		cmd->state = EX_CMD_RESPONDING;
 		ex_inc(EX_S_WRITES);
+		/*
+		 * RC ordering places the data before the response lands, so
+		 * one post [WRITE][SEND_WITH_INV] does.  But siw sends an
+		 * unsignaled WR of a page or more from our pages (zero copy),
+		 * which TCP may still read after the SEND behind it completed
+		 * and the slot's buffer went to the next command: on iWARP,
+		 * the WRITE is signaled, in a post of its own.
+		 */
+		if (rdma_protocol_iwarp(ex.dev, cmd->conn->cm_id->port_num)) {
+			cmd->state = EX_CMD_WRITING;
+		} else {
+			cmd->rdma.wr.next = ex_server_response(cmd, 0);
+			cmd->state = EX_CMD_RESPONDING;
+		}
 	} else {
 		cmd->rdma.wr.opcode = IB_WR_RDMA_READ;
 		cmd->state = EX_CMD_READING;
@@ -745,8 +757,9 @@ static void ex_server_done(struct ib_slot *slot, const struct ib_wc *wc)
 		ex_server_dead(cmd->conn);
 		goto out_finish;
 	}
-	if (cmd->state == EX_CMD_READING) {
-		ok = ex_check(&ex.bufs, slot->tag, le32_to_cpu(req->len),
+	if (cmd->state == EX_CMD_READING || cmd->state == EX_CMD_WRITING) {
+		ok = cmd->state == EX_CMD_WRITING ||
+		     ex_check(&ex.bufs, slot->tag, le32_to_cpu(req->len),
 			      le32_to_cpu(req->seed));
 		if (!ok)
 			ex_inc(EX_S_BAD);
