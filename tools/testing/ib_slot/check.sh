@@ -89,6 +89,13 @@ else
 	exit 1
 fi
 
+# The benchmark module (make bench) is not run here, only built: W=1 clean.
+o=$(build_ext tools/testing/ib_slot/bench 2>&1 >/dev/null)
+rc=$?
+[ $rc = 0 ] && grep -qi 'warning' <<<"$o" && rc=1
+result $rc bench/module
+[ $rc = 0 ] || echo "$o" | tail -20
+
 "$TOOLS/kunit.sh" 2>&1 | tee "$LOG/kunit.out"
 tally "$LOG/kunit.out" kunit
 if [ "${SKIP_VM:-0}" != 1 ]; then

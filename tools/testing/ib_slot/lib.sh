@@ -4,6 +4,11 @@
 # IB_SLOT_CACHE  where the prepared tree, build directories and ccache live
 # KSRC           use this 6.12+ tree instead of Debian's linux-source-6.12
 # DEBUG=1        use the debug flavour (KASAN, kmemleak) instead of the default
+# STOCK=1        the unpatched base tree (no overlay, no series) with the same
+#                config fragments, in its own tree and build directories; the
+#                stock kernel that "make bench" compares against
+# BENCH=1        the bench flavour (no lock debugging) that runs the
+#                microbenchmark of "make bench"
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 TOOLS=$TOP/tools/testing/ib_slot
@@ -15,10 +20,14 @@ if [ -n "${KSRC:-}" ]; then
 else
 	BASE_ID=deb-$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo none)
 fi
+if [ "${STOCK:-0}" = 1 ]; then BASE_ID+=-stock; fi
 BASE_DIR=$CACHE/$BASE_ID
 SRC=$BASE_DIR/linux
 PRISTINE=$BASE_DIR/pristine
-if [ "${DEBUG:-0}" = 1 ]; then FLAVOUR=debug; else FLAVOUR=default; fi
+if [ "${DEBUG:-0}" = 1 ]; then FLAVOUR=debug
+elif [ "${BENCH:-0}" = 1 ]; then FLAVOUR=bench
+else FLAVOUR=default
+fi
 BUILD=$BASE_DIR/build-$FLAVOUR
 MOD=$BASE_DIR/mod-$FLAVOUR
 KERNEL=$BUILD/arch/x86/boot/bzImage
