@@ -4,7 +4,7 @@
 T := tools/testing/ib_slot
 export KSRC DEBUG
 
-.PHONY: help run check kunit vmtest series build prepare deps clean
+.PHONY: help run check kunit vmtest series build prepare deps clean bench
 
 help:
 	@echo "ib_slot targets:"
@@ -12,6 +12,7 @@ help:
 	@echo "  check    static checks, per-patch builds, KUnit and VM tests; ends with 'N passed, N failed'"
 	@echo "  kunit    only the KUnit suites (make kunit SUITES='ib_slot ib_slot_cost')"
 	@echo "  vmtest   only the VM integration tests (make vmtest TESTS='rping srp')"
+	@echo "  bench    ib_slot fast path vs today's primitives, patched vs stock 6.12 under fio; out/bench"
 	@echo "  series   write the mailable patch series with a cover letter to out/series"
 	@echo "  build    prepare the tree and build the test kernel"
 	@echo "  prepare  unpack the base tree, link the new files, apply the quilt series"
@@ -29,6 +30,9 @@ kunit: build
 
 vmtest: build
 	$(T)/vmtest.sh $(TESTS)
+
+bench: build
+	$(T)/bench.sh
 
 series: deps
 	$(T)/series.sh out/series

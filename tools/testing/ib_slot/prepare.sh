@@ -8,10 +8,12 @@
 # stay applied, so the build directory only recompiles what they touch.
 #
 # usage: prepare.sh [N]   apply only the first N patches (bisect checks)
+# With STOCK=1 (see lib.sh) the tree is the base as it is: N is 0.
 set -e
 . "$(dirname "$0")/lib.sh"
 
 upto=${1:-}
+if [ "${STOCK:-0}" = 1 ]; then upto=0; fi
 mapfile -t want < <(series)
 [ -n "$upto" ] || upto=${#want[@]}
 want=("${want[@]:0:$upto}")

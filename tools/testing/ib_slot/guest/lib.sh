@@ -135,3 +135,143 @@ mount_of() {
 
 # Save a file for the host (run.sh -o directory).
 save() { [ -d "$OUT" ] && cp "$@" "$OUT"/ 2>/dev/null; }
+
+# ---- SRP: LIO ib_srpt target and ib_srp initiator over RDMA/CM ----
+SRP_PORT=5555
+CFS=/sys/kernel/config/target
+SRP_BS=$CFS/core/iblock_0/nullb0
+SRP_TPG=
+DISK=
+
+# srp_target_up [attr=value]...: an ib_srpt target on $IBDEV set up through
+# raw configfs, one LUN on a memory-backed null_blk (iblock backstore).  The
+# arguments set attributes of the target port (attrib/<attr>, e.g.
+# srp_sq_size=16) before it is enabled.  Sets SRP_TPG; fails the test on
+# error.
+srp_target_up() {
+	local t m a gid0 wwn
+	t=$(now)
+	modprobe null_blk nr_devices=1 gb=1 memory_backed=1 || fail "modprobe null_blk"
+	for m in target_core_mod target_core_iblock ib_srpt; do
+		modprobe $m || fail "modprobe $m"
+	done
+	{ mkdir -p $SRP_BS && echo udev_path=/dev/nullb0 > $SRP_BS/control &&
+		echo 1 > $SRP_BS/enable; } || fail "iblock backstore"
+	{ mkdir -p $CFS/srpt && echo $SRP_PORT > $CFS/srpt/discovery_auth/rdma_cm_port; } ||
+		fail "ib_srpt RDMA/CM port"
+	# Target port in ib_srpt's "guid_name" form: the low 64 bits of GID 0.
+	# With this form RDMA/CM logins are matched against ACLs named by
+	# initiator IP.
+	gid0=$(cat "/sys/class/infiniband/$IBDEV/ports/1/gids/0")
+	wwn=${gid0#fe80:0000:0000:0000:}
+	SRP_TPG=$CFS/srpt/$wwn/$wwn
+	mkdir -p "$SRP_TPG" || fail "srpt port $wwn"
+	{ mkdir "$SRP_TPG/lun/lun_0" && ln -s $SRP_BS "$SRP_TPG/lun/lun_0/"; } || fail "LUN 0"
+	{ mkdir -p "$SRP_TPG/acls/$IP/lun_0" &&
+		ln -s "$SRP_TPG/lun/lun_0" "$SRP_TPG/acls/$IP/lun_0/"; } || fail "ACL for $IP"
+	for a in "$@"; do
+		echo "${a#*=}" > "$SRP_TPG/attrib/${a%%=*}" || fail "target port attribute $a"
+	done
+	echo 1 > "$SRP_TPG/enable" || fail "enable the target port"
+	log "target port $wwn ready in $(since "$t") s"
+}
+
+# srp_login [option,...]: load ib_srp and log in to the target of
+# srp_target_up (more add_target options, e.g. queue_size=4, may follow);
+# sets DISK to the SCSI disk of its LUN.  Fails the test on error.
+srp_login() {
+	local t g login
+	t=$(now)
+	modprobe ib_srp || fail "modprobe ib_srp"
+	g=$(cat /sys/module/ib_srpt/parameters/srpt_service_guid)
+	g=${g#0x}
+	login="id_ext=$g,ioc_guid=$g,dest=$IP:$SRP_PORT${1:+,$1}"
+	echo "$login" > "/sys/class/infiniband_srp/srp-$IBDEV-1/add_target" ||
+		fail "login $login"
+	wait_for 20 srp_lio_disk || fail "no SCSI disk after the SRP login"
+	log "login and SCSI scan: $(since "$t") s, disk $DISK ($(( $(cat "/sys/block/${DISK#/dev/}/size") / 2048 )) MiB)"
+}
+
+# srp_lio_disk: a SCSI disk of the LIO target is up; sets DISK.
+srp_lio_disk() {
+	local b
+	for b in /sys/block/sd*; do
+		[ -e "$b/device/vendor" ] && grep -q LIO "$b/device/vendor" &&
+			[ "$(cat "$b/size")" -gt 0 ] && { DISK=/dev/${b##*/}; return 0; }
+	done
+	return 1
+}
+
+# shellcheck disable=SC2317 # called through wait_for
+srp_no_lio_disk() { ! srp_lio_disk; }
+
+# srp_down: log out, remove the target and unload SRP and LIO; each step
+# that fails adds a word to $bad.
+srp_down() {
+	local t p
+	t=$(now)
+	for p in /sys/class/srp_remote_ports/*; do
+		[ -e "$p/delete" ] && echo 1 > "$p/delete"
+	done
+	wait_for 20 srp_no_lio_disk || bad+=" logout"
+	unload ib_srp scsi_transport_srp || bad+=" ib_srp-unload"
+	echo 0 > "$SRP_TPG/enable"
+	rm -f "$SRP_TPG/acls/$IP/lun_0/lun_0"
+	rmdir "$SRP_TPG/acls/$IP/lun_0" "$SRP_TPG/acls/$IP"
+	rm -f "$SRP_TPG/lun/lun_0/nullb0"
+	rmdir "$SRP_TPG/lun/lun_0" "$SRP_TPG" "${SRP_TPG%/*}" $CFS/srpt $SRP_BS \
+		$CFS/core/iblock_0 || bad+=" configfs-teardown"
+	unload ib_srpt target_core_iblock target_core_file target_core_mod null_blk ||
+		bad+=" target-unload"
+	log "logout and target teardown: $(since "$t") s"
+}
+
+# ---- NFS over RPC/RDMA: nfsd and the client in the same guest ----
+NFS_EXPORT=/tmp/export
+NFS_PIDS=()
+
+# nfsd_up: rpcrdma, rpcbind, rpc.mountd and nfsd with an RDMA listener on
+# port 20049, exporting a tmpfs at $NFS_EXPORT.  Fails the test on error.
+nfsd_up() {
+	local t
+	t=$(now)
+	modprobe rpcrdma || fail "modprobe rpcrdma"
+	mkdir -p $NFS_EXPORT
+	mount -t tmpfs -o size=512m tmpfs $NFS_EXPORT || fail "tmpfs for the export"
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || fail "mount nfsd"
+	mount -t rpc_pipefs sunrpc /var/lib/nfs/rpc_pipefs || fail "mount rpc_pipefs"
+	mkdir -p /run/rpcbind
+	rpcbind -w -f &
+	NFS_PIDS+=($!)
+	wait_for 10 rpcinfo -p 127.0.0.1 > /dev/null || fail "rpcbind"
+	# fsid=0: the export is the NFSv4 pseudo-root (the guest's / is 9p,
+	# which nfsd cannot export, so it cannot build a pseudo-root above
+	# the export).
+	exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 "*:$NFS_EXPORT" ||
+		fail "exportfs"
+	rpc.mountd -F &
+	NFS_PIDS+=($!)
+	wait_for 10 nfs_mountd_up || fail "rpc.mountd"
+	# Short lease and grace time, or NFSv4 OPENs wait out a 90 s grace
+	# period.
+	echo 10 > /proc/fs/nfsd/nfsv4leasetime
+	echo 10 > /proc/fs/nfsd/nfsv4gracetime
+	rpc.nfsd 4 || fail "rpc.nfsd"
+	echo "rdma 20049" > /proc/fs/nfsd/portlist || fail "no RDMA listener for nfsd"
+	log "nfsd up in $(since "$t") s, listeners: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
+}
+
+# shellcheck disable=SC2317 # called through wait_for
+nfs_mountd_up() { rpcinfo -p 127.0.0.1 2>/dev/null | grep -q mountd; }
+
+# nfsd_down: stop nfsd and its daemons and unload rpcrdma (every NFS mount
+# must be gone); each step that fails adds a word to $bad.
+nfsd_down() {
+	rpc.nfsd 0
+	exportfs -ua
+	kill "${NFS_PIDS[@]}"
+	wait "${NFS_PIDS[@]}"
+	NFS_PIDS=()
+	umount /var/lib/nfs/rpc_pipefs
+	timed "unload rpcrdma" unload rpcrdma || bad+=" rpcrdma-unload"
+}

@@ -7,36 +7,13 @@
 . "$(dirname "$0")/lib.sh"
 SIZE_MB=${NFS_SIZE_MB:-8}
 FIO_RT=${FIO_RT:-5}
-EXPORT=/tmp/export MNT=/tmp/mnt
+MNT=/tmp/mnt
 
 step "rxe0 on $NETDEV"
 rxe_setup || fail "rxe setup"
 
 step "nfsd over RDMA"
-t=$(now)
-modprobe rpcrdma || fail "modprobe rpcrdma"
-mkdir -p $EXPORT
-mount -t tmpfs -o size=512m tmpfs $EXPORT || fail "tmpfs for the export"
-mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || fail "mount nfsd"
-mount -t rpc_pipefs sunrpc /var/lib/nfs/rpc_pipefs || fail "mount rpc_pipefs"
-mkdir -p /run/rpcbind
-rpcbind -w -f &
-rpcbind_pid=$!
-wait_for 10 rpcinfo -p 127.0.0.1 > /dev/null || fail "rpcbind"
-# fsid=0: the export is the NFSv4 pseudo-root (the guest's / is 9p, which
-# nfsd cannot export, so it cannot build a pseudo-root above the export).
-exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 "*:$EXPORT" || fail "exportfs"
-rpc.mountd -F &
-mountd_pid=$!
-# shellcheck disable=SC2317 # called through wait_for
-mountd_up() { rpcinfo -p 127.0.0.1 2>/dev/null | grep -q mountd; }
-wait_for 10 mountd_up || fail "rpc.mountd"
-# Short lease and grace time, or NFSv4 OPENs wait out a 90 s grace period.
-echo 10 > /proc/fs/nfsd/nfsv4leasetime
-echo 10 > /proc/fs/nfsd/nfsv4gracetime
-rpc.nfsd 4 || fail "rpc.nfsd"
-echo "rdma 20049" > /proc/fs/nfsd/portlist || fail "no RDMA listener for nfsd"
-log "nfsd up in $(since "$t") s, listeners: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
+nfsd_up
 
 dd if=/dev/urandom of=/tmp/src.bin bs=1M count="$SIZE_MB" status=none
 bad='' fio_jobs=()
@@ -45,7 +22,7 @@ for v in 3 4.2; do
 	mnt=$MNT-v$v f=f-v$v.bin
 	mkdir -p "$mnt"
 	case $v in
-	3) opts=vers=3,rdma,port=20049,nolock rpath=$EXPORT ;;
+	3) opts=vers=3,rdma,port=20049,nolock rpath=$NFS_EXPORT ;;
 	*) opts=vers=$v,rdma,port=20049 rpath=/ ;;
 	esac
 	timed "mount v$v" mount -t nfs -o "$opts" "$IP:$rpath" "$mnt" || { bad+=" v$v:mount"; continue; }
@@ -57,7 +34,7 @@ for v in 3 4.2; do
 		dd if=/tmp/src.bin of="$mnt/$f" bs=1M oflag=direct status=none || bad+=" v$v:write"
 	timed "v$v read ${SIZE_MB} MiB O_DIRECT" \
 		dd if="$mnt/$f" of=/tmp/back.bin bs=1M iflag=direct status=none || bad+=" v$v:read"
-	if cmp /tmp/src.bin /tmp/back.bin && cmp /tmp/src.bin "$EXPORT/$f"; then
+	if cmp /tmp/src.bin /tmp/back.bin && cmp /tmp/src.bin "$NFS_EXPORT/$f"; then
 		log "v$v: data verified"
 	else
 		bad+=" v$v:data-mismatch"
@@ -90,12 +67,7 @@ done
 
 step teardown
 rdma resource show
-rpc.nfsd 0
-exportfs -ua
-kill $mountd_pid $rpcbind_pid
-wait $mountd_pid $rpcbind_pid
-umount /var/lib/nfs/rpc_pipefs
-timed "unload rpcrdma" unload rpcrdma || bad+=" rpcrdma-unload"
+nfsd_down
 timed "rxe teardown" rxe_teardown || bad+=" rxe-teardown"
 
 [ -z "$bad" ] || fail "${bad# }"
