@@ -8,7 +8,7 @@
 TEST=demo
 . "$(dirname "$0")/../guest/lib.sh"
 . "$(dirname "$0")/../ulp/guest.sh"
-CONNS=4 DEPTH=8 SLOTS=8 SECS=6
+CONNS=4 DEPTH=8 SLOTS=8 SECS=5
 CSV=$OUT/slots.csv
 # The ULP keeps both vCPUs busy: the sampler goes first.
 renice -n -20 $$ > /dev/null

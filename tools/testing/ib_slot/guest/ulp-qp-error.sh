@@ -7,7 +7,7 @@
 # gets exactly one done().
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../ulp/guest.sh"
-CONNS=4 DEPTH=8 SLOTS=4 REQS=300 VICTIM=1
+CONNS=4 DEPTH=8 SLOTS=4 REQS=500 VICTIM=1
 
 step "rxe0 on $NETDEV"
 rxe_setup || fail "rxe setup"
