@@ -167,7 +167,8 @@ struct ib_slot {
  * @slots: filled with @nr slots before @resume runs
  * @error: 0, or -ESHUTDOWN when the pool is destroyed
  * @resume: called once the slots are granted, in the context of the
- *	ib_slot_put() that freed them, with no pool lock held
+ *	ib_slot_put() that freed them, with no pool lock held; the waiters a
+ *	put within @resume grants are resumed after @resume returns
  */
 struct ib_slot_waiter {
 	struct list_head	entry;

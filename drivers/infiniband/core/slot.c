@@ -15,6 +15,7 @@
  */
 #include <linux/debugfs.h>
 #include <linux/module.h>
+#include <linux/percpu.h>
 #include <linux/sbitmap.h>
 #include <linux/slab.h>
 #include <linux/wait_bit.h>
@@ -86,6 +87,8 @@ struct ib_slot_qp {
 
 static struct dentry *ib_slot_debugfs_root;
 static DEFINE_IDA(ib_slot_ida);
+/* The waiters ib_slot_resume_all() is resuming on this CPU, if any. */
+static DEFINE_PER_CPU(struct list_head *, ib_slot_resuming);
 
 #define ib_slot_misuse(pool, cond)					\
 	({								\
@@ -719,17 +722,41 @@ static int ib_slot_try_get(struct ib_slot_qp *sqp, unsigned int nr,
 	return 0;
 }
 
+/*
+ * Resume granted waiters.  A resume may put slots, and that put resumes
+ * the waiters it grants: called inline, resumes would nest once per waiter
+ * of a long queue whose requests drop their slots (connection gone) and
+ * overflow the stack.  So a grant made inside a resume on this CPU joins
+ * the list of the loop already running here, which resumes it next.  BHs
+ * are off so that the loop and its per-CPU list stay on this CPU.
+ */
 static void ib_slot_resume_all(struct ib_slot_pool *pool,
 			       struct list_head *ready)
 {
-	struct ib_slot_waiter *w, *tmp;
+	struct ib_slot_waiter *w;
+	struct list_head *outer;
 
-	list_for_each_entry_safe(w, tmp, ready, entry) {
+	if (list_empty(ready))
+		return;
+	local_bh_disable();
+	outer = this_cpu_read(ib_slot_resuming);
+	if (outer) {
+		list_splice_tail_init(ready, outer);
+		local_bh_enable();
+		return;
+	}
+	this_cpu_write(ib_slot_resuming, ready);
+	while ((w = list_first_entry_or_null(ready, struct ib_slot_waiter,
+					     entry))) {
 		list_del_init(&w->entry);
+		/* Nested grants may come from another pool. */
+		pool = w->sqp->pool;
 		atomic64_inc(&pool->resumed);
 		ib_slot_trace(pool, trace_ib_slot_resume);
 		w->resume(w);
 	}
+	this_cpu_write(ib_slot_resuming, NULL);
+	local_bh_enable();
 }
 
 /*
