@@ -11,8 +11,12 @@ CONNS=4 DEPTH=8 REQS=150
 step "rxe0 on $NETDEV"
 rxe_setup || fail "rxe setup"
 
-step "example ULP: $CONNS connections x $DEPTH in flight, server pool of 64 slots"
-ulp_run 40 addr="$IP" nr_conns=$CONNS depth=$DEPTH pool_size=64 nr_reqs=$REQS
+# A slot for every command the server can hold (4 * depth a connection).
+SLOTS=$((CONNS * 4 * DEPTH))
+
+step "example ULP: $CONNS connections x $DEPTH in flight, server pool of $SLOTS slots"
+ulp_run 40 addr="$IP" nr_conns=$CONNS depth=$DEPTH pool_size=$SLOTS nr_reqs=$REQS
+rdma statistic show link "$IBDEV/1"
 
 step "checks"
 check_eq "requests verified" "$(ex_stat client_verified)" $((CONNS * REQS))

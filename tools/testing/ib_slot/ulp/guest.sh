@@ -64,8 +64,8 @@ pools_idle() {
 # ulp_run_done <secs>: wait until every client finished its requests and
 # every slot is back.
 ulp_run_done() {
-	wait_for "$1" ex_state_is done || { cat "$EX/stats"; return 1; }
-	wait_for 10 pools_idle || { show_pools; return 1; }
+	wait_for "$1" ex_state_is done || { cat "$EX/stats"; ulp_diag; return 1; }
+	wait_for 10 pools_idle || { cat "$EX/stats"; show_pools; ulp_diag; return 1; }
 }
 
 # ulp_run <secs> <param=value>...: load the ULP, wait (at most <secs>) until
@@ -86,6 +86,12 @@ verified_over() { [ "$(ex_stat client_verified)" -ge "$1" ]; }
 # ulp_traffic <n>: wait until <n> requests were verified (the run is on).
 ulp_traffic() {
 	wait_for 30 verified_over "$1" || { cat "$EX/stats"; fail "no traffic"; }
+}
+
+# ulp_diag: the kernel's and the devices' view of a failed run.
+ulp_diag() {
+	dmesg | grep ib_slot_example
+	rdma statistic show 2>/dev/null
 }
 
 show_pools() {

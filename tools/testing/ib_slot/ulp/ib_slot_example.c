@@ -69,6 +69,13 @@ MODULE_PARM_DESC(duration_ms, "stop issuing after this time (0: no limit)");
 
 #define EX_TIMEOUT_MS	2000
 #define EX_RD_ATOM	16
+/*
+ * A command holds its Receive until its response completes, which waits
+ * for the client's ACK, and rxe defers ACKs: the client may have "depth"
+ * requests in flight while several times as many responses here wait for
+ * theirs.  Receives to spare keep RNR NAKs, legal but slow, away.
+ */
+#define EX_SERVER_RECVS	(4 * depth)
 
 /* What the server does to the client's buffer. */
 enum {
@@ -516,6 +523,16 @@ static void ex_client_dead(struct ex_conn *conn)
 	}
 }
 
+/* A flush is the echo of an error, logged where it happened. */
+static void ex_log_error(struct ex_conn *conn, const struct ib_wc *wc)
+{
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_warn_ratelimited("ib_slot_example: %s %u: %s (vendor error %u)\n",
+				    conn->server ? "server" : "client",
+				    conn->idx, ib_wc_status_msg(wc->status),
+				    wc->vendor_err);
+}
+
 /* The pool's done(): once per ib_slot_post(), for its last WR. */
 static void ex_client_done(struct ib_slot *slot, const struct ib_wc *wc)
 {
@@ -525,6 +542,7 @@ static void ex_client_done(struct ib_slot *slot, const struct ib_wc *wc)
 	req->sent = true;
 	if (wc->status != IB_WC_SUCCESS) {
 		ex_inc(EX_C_ERRORS);
+		ex_log_error(req->conn, wc);
 		ex_client_dead(req->conn);
 	}
 	ex_client_finish(slot, NULL);
@@ -541,6 +559,7 @@ static void ex_client_recv(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS) {
 		ex_inc(EX_RECV_FLUSHED);
+		ex_log_error(conn, wc);
 		ex_client_dead(conn);
 		return;
 	}
@@ -754,6 +773,7 @@ static void ex_server_done(struct ib_slot *slot, const struct ib_wc *wc)
 	ex_inc(EX_S_DONES);
 	if (wc->status != IB_WC_SUCCESS) {
 		ex_inc(EX_S_ERRORS);
+		ex_log_error(cmd->conn, wc);
 		ex_server_dead(cmd->conn);
 		goto out_finish;
 	}
@@ -790,6 +810,7 @@ static void ex_server_recv(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS) {
 		ex_inc(EX_RECV_FLUSHED);
+		ex_log_error(conn, wc);
 		ex_server_dead(conn);
 		return;
 	}
@@ -1109,12 +1130,7 @@ static int ex_server_connect(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (ex.stopping || id->device != ex.dev || ex.nr_servers == nr_conns)
 		goto out_reject;
 	conn->idx = ex.nr_servers;
-	/*
-	 * A command holds its Receive until its response completes; the
-	 * client may have "depth" requests in flight while "depth" responses
-	 * are still completing here, so 2 * depth Receives never run dry.
-	 */
-	ret = ex_conn_create_qp(conn, ex.pool, 2 * depth, ex.cq);
+	ret = ex_conn_create_qp(conn, ex.pool, EX_SERVER_RECVS, ex.cq);
 	if (ret)
 		goto out_reject;
 	ex_conn_param(&param, &ev->param.conn);
@@ -1295,7 +1311,7 @@ static int ex_server_start(void)
 		return ret;
 	/* What each server QP will need: they share one CQ. */
 	ex_qp_init(&init, NULL);
-	ret = ib_slot_qp_caps(ex.pool, 2 * depth, &init, &nr_cqe);
+	ret = ib_slot_qp_caps(ex.pool, EX_SERVER_RECVS, &init, &nr_cqe);
 	if (ret)
 		return ret;
 	ex.cq = ib_alloc_cq(ex.dev, NULL, nr_conns * nr_cqe, 0,
