@@ -14,6 +14,9 @@ insmod "$KO" iters="$ITERS" threads="$THREADS" lockdep="$LOCKDEP"
 rc=$?
 log "insmod status $rc (the module always refuses to load), $(since "$t") s"
 dmesg | grep -o 'ib_slot_bench: .*' > /tmp/micro.txt
+# Lock and list debugging tax the locked baselines only: say if they are on.
+dbg=$(zcat /proc/config.gz | grep -oE '^CONFIG_(PROVE_LOCKING|DEBUG_SPINLOCK|DEBUG_LIST)=y')
+echo "ib_slot_bench: kernel ${dbg//$'\n'/ }" >> /tmp/micro.txt
 cat /tmp/micro.txt
 save /tmp/micro.txt
 grep -q 'ib_slot_bench: done' /tmp/micro.txt || fail "benchmark did not finish"

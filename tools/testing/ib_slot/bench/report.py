@@ -41,6 +41,18 @@ def read_micro(path):
     return res
 
 
+def kernel_debug(path):
+    """The debug options a run's kernel had ("" if none), None if unknown."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if "ib_slot_bench: kernel" in line:
+                    return " ".join(re.findall(r"CONFIG_(\w+)=y", line))
+    except OSError:
+        pass
+    return None
+
+
 def fmt(v, spec="{:8.1f}"):
     return spec.format(v) if v is not None else " " * (len(spec.format(0.0)) - 1) + "-"
 
@@ -60,6 +72,12 @@ def micro(top):
 
     print("ib_slot fast path: guest ns per operation (under -icount shift=0 the")
     print("guest clock advances 1 ns per instruction), ratio to ib_mr_pool get/put")
+    debug = kernel_debug(os.path.join(runs[0], "micro.txt")) if runs else None
+    if debug:
+        print("kernel with {}: lock and list debugging".format(debug))
+        print("tax the locked baselines, not ib_slot; see the bench flavour (BENCH=1)")
+    elif debug is not None:
+        print("kernel without lock or list debugging")
     print()
     head = "{:<{w}}".format("operation", w=width)
     for i in range(len(icount)):
@@ -91,7 +109,8 @@ def micro(top):
     for op in ("slot_indexed", "slot_backpressure"):
         if op in med and GOAL in med:
             print("goal: {} {:.1f} ns vs mr_pool get/put + atomic credit pair {:.1f} ns: {}".format(
-                op, med[op], med[GOAL], "met" if med[op] <= med[GOAL] else "NOT met"))
+                op, med[op], med[GOAL], ("met" if med[op] <= med[GOAL] else "NOT met") +
+                (" (lock debugging on)" if debug else "")))
 
     print()
     print("indicative (plain TCG wall clock; 2 vCPUs: two threads on one pool,")
