@@ -480,6 +480,13 @@ static const struct ib_slot_profile rsk_reg_send = {
 	.nr_sends = 1,
 };
 
+/* A target's exposed buffer: one rkey MR, invalidated by ib_slot_fence(). */
+static const struct ib_slot_profile rsk_reg_sync = {
+	.nr_rkey_mrs = 1,
+	.max_pages_per_mr = RSK_PAGES,
+	.fence = IB_SLOT_FENCE_SYNC,
+};
+
 /*
  * Two slots of a REG_MR + SEND profile on a QP sized by ib_slot_qp_caps():
  * 2 * 3 units + 1 for the drain is 7, which rxe grants exactly (its ring
@@ -597,14 +604,9 @@ static void rsk_slot_round_trip(struct kunit *test)
 		.max_rdma_sges = 1,
 		.nr_sends = 1,
 	};
-	static const struct ib_slot_profile tgt_profile = {
-		.nr_rkey_mrs = 1,
-		.max_pages_per_mr = RSK_PAGES,
-		.fence = IB_SLOT_FENCE_SYNC,
-	};
 	struct rsk_ctx *ctx = rsk_ctx_new(test);
 	struct ib_slot_pool *ip = rsk_pool(ctx, &init_profile, 2);
-	struct ib_slot_pool *tp = rsk_pool(ctx, &tgt_profile, 1);
+	struct ib_slot_pool *tp = rsk_pool(ctx, &rsk_reg_sync, 1);
 	struct rsk_buf *src = rsk_buf(ctx, 0), *dst = rsk_buf(ctx, 0xa5);
 	struct rsk_buf *back = rsk_buf(ctx, 0x5a);
 	struct rsk_end *a = rsk_end(ctx, ip, 2, IB_POLL_DIRECT);
@@ -685,13 +687,8 @@ static void rsk_slot_round_trip(struct kunit *test)
  */
 static void rsk_slot_local_inv(struct kunit *test)
 {
-	static const struct ib_slot_profile profile = {
-		.nr_rkey_mrs = 1,
-		.max_pages_per_mr = RSK_PAGES,
-		.fence = IB_SLOT_FENCE_SYNC,
-	};
 	struct rsk_ctx *ctx = rsk_ctx_new(test);
-	struct ib_slot_pool *pool = rsk_pool(ctx, &profile, 1);
+	struct ib_slot_pool *pool = rsk_pool(ctx, &rsk_reg_sync, 1);
 	struct rsk_buf *src = rsk_buf(ctx, 0), *dst = rsk_buf(ctx, 0);
 	struct rsk_end *a = rsk_end(ctx, NULL, 4, IB_POLL_DIRECT);
 	struct rsk_end *b = rsk_end(ctx, pool, 1, IB_POLL_DIRECT);
