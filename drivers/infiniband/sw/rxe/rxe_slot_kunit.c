@@ -50,6 +50,7 @@ struct rsk_end {
 	struct ib_qp		*qp;
 	struct ib_qp_cap	cap;
 	struct ib_slot_qp	*sqp;
+	u32			credits;	/* of @sqp, idle */
 	struct rsk_counter	recv;
 	struct ib_recv_wr	recv_wr[RSK_NR_RECVS];
 };
@@ -172,15 +173,54 @@ static void rsk_put(struct rsk_ctx *ctx, struct ib_slot *slot)
 	ib_slot_put(slot);
 }
 
+/* Poll the direct CQs of @ctx until every attached QP is idle. */
+static bool rsk_wait_idle(struct rsk_ctx *ctx)
+{
+	unsigned long end = jiffies + RSK_TIMEOUT;
+	unsigned int i, busy;
+
+	do {
+		busy = 0;
+		for (i = 0; i < ctx->nr_ends; i++) {
+			struct rsk_end *e = &ctx->end[i];
+
+			if (e->cq->poll_ctx == IB_POLL_DIRECT)
+				ib_process_cq_direct(e->cq, -1);
+			if (e->sqp && ib_slot_qp_credits(e->sqp) != e->credits)
+				busy++;
+		}
+		if (!busy)
+			return true;
+		usleep_range(200, 400);
+	} while (time_before(jiffies, end));
+	return false;
+}
+
 static void rsk_ctx_exit(void *data)
 {
+	struct ib_qp_attr flush = { .qp_state = IB_QPS_ERR };
 	struct rsk_ctx *ctx = data;
 	struct ib_slot_pool_stats st;
 	unsigned int i;
 
-	for (i = 0; i < ctx->nr_ends; i++)
-		if (ctx->end[i].qp)
-			ib_drain_qp(ctx->end[i].qp);
+	/*
+	 * ib_drain_qp() on a directly polled CQ sleeps 100 ms before it
+	 * polls.  Only this test polls those CQs, so flushing their QPs and
+	 * polling until ib_slot has every credit back is enough; it keeps
+	 * the suite within a few seconds under TCG.
+	 */
+	for (i = 0; i < ctx->nr_ends; i++) {
+		struct rsk_end *e = &ctx->end[i];
+
+		if (!e->qp)
+			continue;
+		if (e->cq->poll_ctx == IB_POLL_DIRECT)
+			ib_modify_qp(e->qp, &flush, IB_QP_STATE);
+		else
+			ib_drain_qp(e->qp);
+	}
+	if (!rsk_wait_idle(ctx))
+		kunit_err(ctx->test, "posts still in flight at teardown\n");
 	for (i = 0; i < ARRAY_SIZE(ctx->held); i++)
 		if (ctx->held[i])
 			ib_slot_put(ctx->held[i]);
@@ -271,6 +311,7 @@ static struct rsk_end *rsk_end(struct rsk_ctx *ctx, struct ib_slot_pool *pool,
 		.cap.max_recv_sge = 1,
 	};
 	struct ib_qp_budget budget;
+	struct ib_qp *qp;
 	u32 nr_cqe;
 	int i;
 
@@ -291,12 +332,17 @@ static struct rsk_end *rsk_end(struct rsk_ctx *ctx, struct ib_slot_pool *pool,
 	ctx->nr_ends++;
 	init.send_cq = e->cq;
 	init.recv_cq = e->cq;
-	e->qp = ib_create_qp(ctx->pd, &init);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(e->qp));
+	/* Teardown must not see error pointers. */
+	qp = ib_create_qp(ctx->pd, &init);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(qp));
+	e->qp = qp;
 	e->cap = init.cap;
 	if (pool) {
-		e->sqp = ib_slot_qp_attach(pool, e->qp, &e->cap);
-		KUNIT_ASSERT_FALSE(test, IS_ERR(e->sqp));
+		struct ib_slot_qp *sqp = ib_slot_qp_attach(pool, qp, &e->cap);
+
+		KUNIT_ASSERT_FALSE(test, IS_ERR(sqp));
+		e->sqp = sqp;
+		e->credits = ib_slot_qp_credits(sqp);
 	}
 	rsk_counter_init(&e->recv);
 	for (i = 0; i < RSK_NR_RECVS; i++)
