@@ -8,14 +8,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-PASS=0 FAIL=0
-result() {	# result <ok?> <name> [detail]
-	if [ "$1" = 0 ]; then
-		echo "PASS $2${3:+ ($3)}"; PASS=$((PASS + 1))
-	else
-		echo "FAIL $2${3:+ ($3)}"; FAIL=$((FAIL + 1))
-	fi
-}
 # Add the "name: N passed, N failed" totals of a sub-runner.
 tally() {
 	local line p f
@@ -23,9 +15,9 @@ tally() {
 	p=$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line")
 	f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
 	if [ -z "$line" ]; then
-		echo "FAIL $2 (no summary)"; FAIL=$((FAIL + 1))
+		verdict 1 "$2" "no summary"
 	else
-		PASS=$((PASS + p)); FAIL=$((FAIL + f))
+		PASSED=$((PASSED + p)); FAILED=$((FAILED + f))
 	fi
 }
 LOG=${LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/ib-slot-check.XXXXXX")}
@@ -39,22 +31,22 @@ T0=$(now)
 "$TOOLS/prepare.sh" || die "could not prepare the kernel tree"
 
 say "static checks: checkpatch --strict, kernel-doc -Wall"
-cd "$SRC"
+cd "$SRC" || die "no tree at $SRC"
 for p in $(series); do
 	o=$(scripts/checkpatch.pl --strict -q "patches/$p" 2>&1)
-	result $? "checkpatch/$p" "$(grep -cE '^(ERROR|WARNING|CHECK)' <<<"$o") issues"
+	verdict $? "checkpatch/$p" "$(grep -cE '^(ERROR|WARNING|CHECK)' <<<"$o") issues"
 	[ -z "$o" ] || echo "$o" | head -20
 done
 for f in $(overlay_all); do
 	case $f in *.c|*.h) ;; *) continue ;; esac
 	o=$(scripts/checkpatch.pl --strict -q -f "$f" 2>&1)
-	result $? "checkpatch/$f"
+	verdict $? "checkpatch/$f"
 	[ -z "$o" ] || echo "$o" | head -20
 	o=$(scripts/kernel-doc -none -Wall "$f" 2>&1)
-	[ -z "$o" ]; result $? "kernel-doc/$f"
+	[ -z "$o" ]; verdict $? "kernel-doc/$f"
 	[ -z "$o" ] || echo "$o" | head -20
 done
-cd "$TOP"
+cd "$TOP" || die "no $TOP"
 
 if [ "${SKIP_BISECT:-0}" != 1 ]; then
 	say "bisect: every patch builds on its own, W=1 clean"
@@ -66,13 +58,13 @@ if [ "${SKIP_BISECT:-0}" != 1 ]; then
 		objs=$( (sed -n 's#^+++ b/\(.*\.c\)$#\1#p' "$TOP/patches/$p"
 			 overlay_of "$p" | grep '\.c$') | sed 's/\.c$/.o/' | sort -u)
 		if [ -z "$objs" ]; then
-			result 0 "bisect/$p" "no C file"
+			verdict 0 "bisect/$p" "no C file"
 			continue
 		fi
 		o=$("${KMAKE[@]}" -s W=1 $objs 2>&1)
 		rc=$?
 		[ $rc = 0 ] && grep -qE 'warning:|error:' <<<"$o" && rc=1
-		result $rc "bisect/$p" "$(echo $objs)"
+		verdict $rc "bisect/$p" "$(echo $objs)"
 		[ $rc = 0 ] || echo "$o" | tail -20
 	done
 	"$TOOLS/prepare.sh" >/dev/null 2>&1
@@ -81,20 +73,17 @@ fi
 
 t=$(now)
 if "$TOOLS/build.sh" > "$LOG/build.log" 2>&1; then
-	result 0 "build/$FLAVOUR" "$(since "$t") s"
+	verdict 0 "build/$FLAVOUR" "$(since "$t") s"
 else
-	result 1 "build/$FLAVOUR" "see $LOG/build.log"
+	verdict 1 "build/$FLAVOUR" "see $LOG/build.log"
 	tail -30 "$LOG/build.log"
-	echo "$PASS passed, $FAIL failed"
+	echo "$PASSED passed, $FAILED failed"
 	exit 1
 fi
 
-# The benchmark module (make bench) is not run here, only built: W=1 clean.
-o=$(build_ext tools/testing/ib_slot/bench 2>&1 >/dev/null)
-rc=$?
-[ $rc = 0 ] && grep -qi 'warning' <<<"$o" && rc=1
-result $rc bench/module
-[ $rc = 0 ] || echo "$o" | tail -20
+# The benchmark module (make bench) is not run here, only built.
+check_ext tools/testing/ib_slot/bench
+verdict $? build/bench
 
 "$TOOLS/kunit.sh" 2>&1 | tee "$LOG/kunit.out"
 tally "$LOG/kunit.out" kunit
@@ -104,5 +93,5 @@ if [ "${SKIP_VM:-0}" != 1 ]; then
 fi
 
 say "check finished in $(since "$T0") s, logs in $LOG"
-echo "$PASS passed, $FAIL failed"
-[ $FAIL = 0 ]
+echo "$PASSED passed, $FAILED failed"
+[ $FAILED = 0 ]

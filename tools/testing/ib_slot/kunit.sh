@@ -17,77 +17,86 @@ if [ $# -gt 0 ]; then
 			die "unknown suite $s"
 	done > "$list"
 else
-	cp "$TOOLS/kunit/suites" "$list"
+	grep -E '^[^#]' "$TOOLS/kunit/suites" > "$list"
 fi
+
+# The guest's plan, one module load per line: "<panic_on_warn> <glob>
+# <module>...".  A module whose suites were all asked for loads once and
+# runs them all, with panic_on_warn=0 if one of them warns on purpose;
+# modules that load with panic_on_warn=1 share one modprobe.  Of a module
+# only partly asked for, each suite loads on its own, by filter_glob.
+declare -A asked all warn
+mods=()
+while read -r mod suite pow; do
+	[ -n "${asked[$mod]+x}" ] || mods+=("$mod")
+	asked[$mod]+=" $suite"
+	[ "$pow" = 0 ] && warn[$mod]=0
+done < "$list"
+while read -r mod suite _; do
+	case $mod in ''|'#'*) continue ;; esac
+	all[$mod]+=" $suite"
+done < "$TOOLS/kunit/suites"
+shared=
+for mod in "${mods[@]}"; do
+	if [ "${asked[$mod]}" != "${all[$mod]}" ]; then
+		for s in ${asked[$mod]}; do
+			echo "$(awk -v s="$s" '$2 == s { print $3 }' "$list") $s $mod"
+		done
+	elif [ "${warn[$mod]:-1}" = 0 ]; then
+		echo "0 * $mod"
+	else
+		shared+=" $mod"
+	fi
+done > "$out/plan"
+[ -n "$shared" ] && echo "1 *$shared" >> "$out/plan"
 
 t0=$(now)
 "$TOOLS/vm/run.sh" -t 300 -o "$out" -a panic_on_warn=1 -a panic=-1 \
-	"$TOOLS/kunit/guest.sh" /run/out/suites > "$out/console.log" 2>&1
+	"$TOOLS/kunit/guest.sh" /run/out/plan > "$out/console.log" 2>&1
 vmrc=$?
 say "kunit VM finished in $(since "$t0") s (exit $vmrc), logs in $out"
 
-pass=0 fail=0
-while read -r mod suite pow; do
-	case $mod in ''|'#'*) continue ;; esac
-	log=$out/$suite.log
-	res=$out/$suite.parsed
-	if [ ! -s "$log" ]; then
-		echo "FAIL kunit/$suite (no output; see $out/console.log)"
-		fail=$((fail + 1))
-		continue
-	fi
-	python3 "$SRC/tools/testing/kunit/kunit.py" parse < "$log" > "$res" 2>&1
-	prc=$?
-	sum=$(grep -a 'Testing complete' "$res" | tail -1)
-	p=$(sed -n 's/.*passed: \([0-9]*\).*/\1/p' <<<"$sum"); p=${p:-0}
-	f=$(sed -n 's/.*failed: \([0-9]*\).*/\1/p' <<<"$sum"); f=${f:-0}
-	c=$(sed -n 's/.*crashed: \([0-9]*\).*/\1/p' <<<"$sum"); c=${c:-0}
-	s=$(sed -n 's/.*skipped: \([0-9]*\).*/\1/p' <<<"$sum"); s=${s:-0}
-	if [ $prc != 0 ] || [ "$p" = 0 ] || [ $((f + c)) != 0 ]; then
-		echo "FAIL kunit/$suite ($sum; see $res)"
-		grep -a -E 'FAILED|CRASHED|Expected|ASSERT' "$res" | head -20
-		fail=$((fail + f + c + (f + c == 0)))
-		pass=$((pass + p))
+# One line per suite from kunit/results.py, which has kunit.py parse the
+# log: "<suite> <passed> <failed> <skipped> <crashed> <warnings> <from
+# slot.c>", then "unexpected <warnings>".
+args=()
+while read -r _ suite pow; do args+=("$suite:$pow"); done < "$list"
+touch "$out/dmesg.txt"
+while read -r suite p f s c nw ns; do
+	if [ "$suite" = unexpected ]; then
+		[ "$p" = 0 ]
+		verdict $? kunit/warnings "$p unexpected; see $out/dmesg.txt"
+	elif [ "$p" = missing ]; then
+		verdict 1 "kunit/$suite" "no results; see $out/console.log"
+	elif [ "$p" = 0 ] || [ $((f + c)) != 0 ]; then
+		echo "FAIL kunit/$suite ($p passed, $f failed, $c crashed, $s skipped; see $out/ktap-*.txt)"
+		grep -a -h -E 'FAILED|CRASHED|Expected|ASSERT' "$out"/ktap-*.txt | head -20
+		PASSED=$((PASSED + p))
+		FAILED=$((FAILED + f + c + (f + c == 0)))
 	else
 		echo "PASS kunit/$suite ($p cases passed, $s skipped)"
-		pass=$((pass + p))
+		PASSED=$((PASSED + p))
 	fi
-	if [ "$pow" = 0 ]; then
-		# Warnings were expected: every one must come from ib_slot.
-		nw=$(grep -ac 'WARNING: CPU' "$log")
-		ns=$(grep -a 'WARNING: CPU' "$log" | grep -c 'drivers/infiniband/core/slot.c')
-		if [ "$nw" -gt 0 ] && [ "$nw" = "$ns" ]; then
-			echo "PASS kunit/$suite-warnings ($nw expected warnings, all from slot.c)"
-			pass=$((pass + 1))
-		else
-			echo "FAIL kunit/$suite-warnings ($ns of $nw warnings from slot.c)"
-			fail=$((fail + 1))
-		fi
+	# Warnings were expected: every one must come from ib_slot.
+	if awk -v s="$suite" '$2 == s && $3 == 0 { ok = 1 } END { exit !ok }' "$list"; then
+		[ "${nw:-0}" -gt 0 ] && [ "$nw" = "$ns" ]
+		verdict $? "kunit/$suite-warnings" "$ns of ${nw:-0} warnings from slot.c"
 	fi
-done < "$list"
+done < <(python3 "$TOOLS/kunit/results.py" "$SRC/tools/testing/kunit/kunit.py" \
+	     "$out/dmesg.txt" "$out" "${args[@]}")
 
 # A KASAN, lockdep or other kernel report fails the run, whatever KUnit said.
 bad=$(grep -alE 'BUG: |KASAN|possible (recursive|circular) locking|inconsistent lock state|Kernel panic' \
-	"$out"/*.log "$out/console.log" 2>/dev/null)
-if [ -z "$bad" ]; then
-	echo "PASS kunit/kernel-reports (no KASAN, lockdep or BUG report)"
-	pass=$((pass + 1))
-else
-	echo "FAIL kunit/kernel-reports (see $bad)"
-	fail=$((fail + 1))
-fi
+	"$out/dmesg.txt" "$out/console.log" 2>/dev/null)
+[ -z "$bad" ]
+verdict $? kunit/kernel-reports "KASAN, lockdep or BUG reports in: ${bad:-none}"
 if [ -f "$out/kmemleak.txt" ]; then
 	n=$(grep -c 'unreferenced object' "$out/kmemleak.txt")
 	ours=$(awk '/unreferenced object/ { if (hit) c++; hit = 0 }
 		    /ib_slot|ib_core|ib_alloc|ib_dereg/ { hit = 1 }
 		    END { if (hit) c++; print c + 0 }' "$out/kmemleak.txt")
-	if [ "$ours" = 0 ]; then
-		echo "PASS kunit/kmemleak ($n reports, none from ib_core or the suites)"
-		pass=$((pass + 1))
-	else
-		echo "FAIL kunit/kmemleak ($ours of $n reports from ib_core or the suites; see $out/kmemleak.txt)"
-		fail=$((fail + 1))
-	fi
+	[ "$ours" = 0 ]
+	verdict $? kunit/kmemleak "$ours of $n reports from ib_core or the suites"
 fi
-echo "kunit: $pass passed, $fail failed"
-[ $fail = 0 ]
+echo "kunit: $PASSED passed, $FAILED failed"
+[ $FAILED = 0 ]

@@ -48,6 +48,19 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 now() { date +%s.%N; }
 since() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
 
+# verdict <status> <test> [detail]: print one PASS (status 0) or FAIL line
+# and count it in PASSED or FAILED.
+PASSED=${PASSED:-0} FAILED=${FAILED:-0}
+verdict() {
+	if [ "$1" = 0 ]; then
+		echo "PASS $2${3:+ ($3)}"
+		PASSED=$((PASSED + 1))
+	else
+		echo "FAIL $2${3:+ ($3)}"
+		FAILED=$((FAILED + 1))
+	fi
+}
+
 # The quilt series, in order, without comments.
 series() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$TOP/patches/series"; }
 
@@ -83,4 +96,16 @@ build_ext() {
 	cp -p "$src"/*.h "$out"/ 2>/dev/null
 	"${KMAKE[@]}" -s W=1 M="$out" modules >&2 || return 1
 	echo "$out"
+}
+
+# check_ext <dir>: build_ext <dir> as a test: no compiler warning, and
+# checkpatch --strict clean on its C files.  What went wrong is printed.
+check_ext() {
+	local o rc
+	o=$(build_ext "$1" 2>&1 >/dev/null)
+	rc=$?
+	grep -q 'warning:' <<<"$o" && rc=1
+	o+=$("$SRC/scripts/checkpatch.pl" --strict -q -f "$TOP/$1"/*.c 2>&1) || rc=1
+	[ $rc = 0 ] || echo "$o" | tail -20
+	return $rc
 }

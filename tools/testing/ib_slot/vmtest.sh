@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Run guest tests, each in a fresh VM (vm/run.sh), and print one line per
 # test:
-#   PASS vm/<name> (<secs>s)
-#   FAIL vm/<name> (<secs>s) see <log>
+#   PASS vm/<name> (<secs> s; log <log>)
+#   FAIL vm/<name> (<secs> s; log <log>)
 # then "vmtest: N passed, N failed".  The exit status is 1 if any failed.
 #
 # usage: vmtest.sh [name...]
@@ -52,25 +52,13 @@ say "logs in $LOGDIR"
 kargs=()
 for a in ${VM_ARGS:-}; do kargs+=(-a "$a"); done
 
-passed=0 failed=0
 # The ulp-* tests load the example ULP (ulp/): build it first, counted as a
-# test that fails on any warning (W=1) or checkpatch complaint.
+# test.
 for n in "${names[@]}"; do
 	case $n in ulp-*) ;; *) continue ;; esac
 	t0=$(now)
-	o=$(build_ext tools/testing/ib_slot/ulp 2>&1 >/dev/null)
-	rc=$?
-	grep -q 'warning:' <<<"$o" && rc=1
-	o+=$("$SRC/scripts/checkpatch.pl" --strict -q -f "$TOOLS"/ulp/*.c 2>&1) || rc=1
-	secs=$(printf '%.0f' "$(echo "$(now) - $t0" | bc)")
-	if [ $rc = 0 ]; then
-		echo "PASS build/ulp (${secs}s)"
-		passed=$((passed + 1))
-	else
-		echo "FAIL build/ulp (${secs}s)"
-		echo "$o" | tail -20
-		failed=$((failed + 1))
-	fi
+	check_ext tools/testing/ib_slot/ulp
+	verdict $? build/ulp "$(since "$t0") s"
 	break
 done
 for n in "${names[@]}"; do
@@ -81,14 +69,8 @@ for n in "${names[@]}"; do
 	"$TOOLS/vm/run.sh" -t "${VM_TIMEOUT:-300}" -o "$LOGDIR/$n.out" ${kargs[@]+"${kargs[@]}"} \
 		"$GUEST/$n.sh" > "$log" 2>&1 < /dev/null
 	rc=$?
-	secs=$(printf '%.0f' "$(echo "$(now) - $t0" | bc)")
-	if [ $rc = 0 ] && tr -d '\r' < "$log" | grep -q -x "RESULT $n PASS"; then
-		echo "PASS vm/$n (${secs}s)"
-		passed=$((passed + 1))
-	else
-		echo "FAIL vm/$n (${secs}s) see $log"
-		failed=$((failed + 1))
-	fi
+	[ $rc = 0 ] && tr -d '\r' < "$log" | grep -q -x "RESULT $n PASS"
+	verdict $? "vm/$n" "$(since "$t0") s; log $log"
 done
-echo "vmtest: $passed passed, $failed failed"
-[ $failed = 0 ]
+echo "vmtest: $PASSED passed, $FAILED failed"
+[ $FAILED = 0 ]

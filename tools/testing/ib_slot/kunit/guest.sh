@@ -1,24 +1,30 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Guest side of kunit.sh: load each KUnit suite on its own, with the
-# panic_on_warn setting the suite list asks for, and save its kernel log.
-# usage: guest.sh <suites file>, as the guest sees it (under /run/out)
+# Guest side of kunit.sh: load the test modules as its plan says.  Every
+# program started costs a good fraction of a second under TCG, so the plan
+# shares one modprobe among modules where it can, and the kernel log is
+# neither cleared nor saved per module: init.sh saves it once, as dmesg.txt.
+# Plan lines: <panic_on_warn> <filter_glob> <module>...
+# usage: guest.sh <plan file>, as the guest sees it (under /run/out)
 out=/run/out
+pow=/proc/sys/kernel/panic_on_warn
 rc=0
 [ -r "$1" ] || { echo "kunit: cannot read $1"; exit 1; }
-while read -r mod suite pow; do
-	case $mod in ''|'#'*) continue ;; esac
-	echo "$pow" > /proc/sys/kernel/panic_on_warn
-	echo -n "$suite.*" > /sys/module/kunit/parameters/filter_glob
-	dmesg -C
-	if ! modprobe "$mod"; then
-		echo "kunit: modprobe $mod failed"
+while read -r warn glob mods; do
+	case $warn in ''|'#'*) continue ;; esac
+	for m in $mods; do
+		# Loaded before with other suites selected.
+		[ -d "/sys/module/$m" ] && rmmod "$m"
+	done
+	echo "$warn" > $pow
+	echo -n "$glob" > /sys/module/kunit/parameters/filter_glob
+	# shellcheck disable=SC2086 # one word per module
+	if ! modprobe -a $mods; then
+		echo "kunit: modprobe $mods failed"
 		rc=1
 	fi
-	dmesg > "$out/$suite.log"
-	rmmod "$mod" 2>/dev/null
-	echo 1 > /proc/sys/kernel/panic_on_warn
-	echo "kunit: $suite done"
+	echo 1 > $pow
+	echo "kunit: $mods done"
 done < "$1"
 # Debug kernels: ask kmemleak for what the suites left behind.
 if [ -w /sys/kernel/debug/kmemleak ]; then
