@@ -12,7 +12,7 @@
 #         credits and 1 outbound RDMA READ; with CONFIG_SUNRPC_DEBUG also
 #         the NFS client's 4 RPC slots and 1 KiB inline thresholds, so that
 #         every 4 KiB payload goes through an MR)
-. "$(dirname "$0")/../guest/lib.sh"
+. "${0%/*}/../guest/lib.sh"
 MODE=${1:-normal} FIO_RT=${2:-10} SIZE_MB=${3:-16}
 IFS=: read -r -a QDS <<< "${4:-1:16}"
 MNT=/tmp/mnt

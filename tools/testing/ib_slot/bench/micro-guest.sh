@@ -4,7 +4,7 @@
 # ib_slot_bench.ko (it runs at init and refuses to stay loaded), and save
 # its result lines to /run/out/micro.txt for the host.
 # usage (through vm/run.sh): micro-guest.sh KO,ITERS,THREADS,LOCKDEP
-. "$(dirname "$0")/../guest/lib.sh"
+. "${0%/*}/../guest/lib.sh"
 KO=$1 ITERS=${2:-1000000} THREADS=${3:-1} LOCKDEP=${4:-0}
 
 [ -f "$KO" ] || fail "no module $KO"

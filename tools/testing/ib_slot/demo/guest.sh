@@ -6,8 +6,8 @@
 # script samples the pools' statistics from debugfs four times a second.
 # The samples go to /run/out/slots.csv for the host to plot.
 TEST=demo
-. "$(dirname "$0")/../guest/lib.sh"
-. "$(dirname "$0")/../ulp/guest.sh"
+. "${0%/*}/../guest/lib.sh"
+. "${0%/*}/../ulp/guest.sh"
 CONNS=4 DEPTH=8 SLOTS=8 SECS=5
 CSV=$OUT/slots.csv
 # The ULP keeps both vCPUs busy: the sampler goes first.

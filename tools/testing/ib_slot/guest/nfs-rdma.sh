@@ -4,7 +4,7 @@
 # client in the same guest on rxe0.  For each version: random data written
 # with O_DIRECT, read back and compared (on the client and on the export);
 # then a short fio run with crc32c verification on both mounts at once.
-. "$(dirname "$0")/lib.sh"
+. "${0%/*}/lib.sh"
 SIZE_MB=${NFS_SIZE_MB:-8}
 FIO_RT=${FIO_RT:-5}
 MNT=/tmp/mnt

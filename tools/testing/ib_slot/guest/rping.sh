@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Guest test: rping over RDMA/CM, server and client on rxe0, 10 verified
 # round trips.
-. "$(dirname "$0")/lib.sh"
+. "${0%/*}/lib.sh"
 COUNT=10
 
 step "rxe0 on $NETDEV"

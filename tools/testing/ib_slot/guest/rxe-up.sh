@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Guest test: rxe0 comes up on dummy0, its port is active, it has a RoCE v2
 # GID for its IPv4 address, and it goes away cleanly again.
-. "$(dirname "$0")/lib.sh"
+. "${0%/*}/lib.sh"
 
 step "rxe0 on $NETDEV"
 rxe_setup || fail "rxe setup"

@@ -6,7 +6,7 @@
 # random data written with O_DIRECT, read back and compared, then a short fio
 # 4k randrw run (QD16) with crc32c verification; then everything is torn
 # down again (logout, target, modules, rxe0).
-. "$(dirname "$0")/lib.sh"
+. "${0%/*}/lib.sh"
 SIZE_MB=${SRP_SIZE_MB:-8}
 FIO_RT=${FIO_RT:-5}
 

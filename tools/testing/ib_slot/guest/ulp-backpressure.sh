@@ -4,8 +4,8 @@
 # clients keep 16 requests each in flight against 4 server slots: commands
 # wait in the pool's FIFO and resume in order, nothing fails, every request
 # is verified, every slot and credit comes back.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/../ulp/guest.sh"
+. "${0%/*}/lib.sh"
+. "${0%/*}/../ulp/guest.sh"
 CONNS=4 DEPTH=16 SLOTS=4 REQS=100
 
 step "rxe0 on $NETDEV"

@@ -5,8 +5,8 @@
 # the delete returns, every post completed once, every slot came back
 # (the module's counters; the pools are gone with the device), and the
 # module and the RDMA stack unload.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/../ulp/guest.sh"
+. "${0%/*}/lib.sh"
+. "${0%/*}/../ulp/guest.sh"
 
 step "rxe0 on $NETDEV"
 rxe_setup || fail "rxe setup"

@@ -5,8 +5,8 @@
 # are cancelled, its client's requests abort, the other connections finish
 # their requests verified, every slot and credit comes back and every post
 # gets exactly one done().
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/../ulp/guest.sh"
+. "${0%/*}/lib.sh"
+. "${0%/*}/../ulp/guest.sh"
 CONNS=4 DEPTH=8 SLOTS=4 REQS=500 VICTIM=1
 
 step "rxe0 on $NETDEV"

@@ -4,8 +4,8 @@
 # iWARP needs the sink of an RDMA READ registered for remote write, so the
 # server's READs take the slot's lkey MR (LOCAL_INV + REG_MR + READ),
 # where on rxe (ulp-traffic) they take the direct-SGE path.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/../ulp/guest.sh"
+. "${0%/*}/lib.sh"
+. "${0%/*}/../ulp/guest.sh"
 CONNS=2 DEPTH=8 SLOTS=4 REQS=200
 
 step "siw0 on $SIW_NETDEV"

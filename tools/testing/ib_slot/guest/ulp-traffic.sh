@@ -4,8 +4,8 @@
 # rxe0 with a server pool large enough for the offered load: every request
 # verified, no waiter, every slot and credit back, one done() per post, and
 # the RDMA READ sink on the direct-SGE path (rxe is not iWARP).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/../ulp/guest.sh"
+. "${0%/*}/lib.sh"
+. "${0%/*}/../ulp/guest.sh"
 CONNS=4 DEPTH=8 REQS=150
 
 step "rxe0 on $NETDEV"

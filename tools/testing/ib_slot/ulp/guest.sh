@@ -64,7 +64,7 @@ pools_idle() {
 # ulp_run_done <secs>: wait until every client finished its requests and
 # every slot is back.
 ulp_run_done() {
-	wait_for "$1" ex_state_is done || { cat "$EX/stats"; ulp_diag; return 1; }
+	wait_for "$1" ex_state_is "done" || { cat "$EX/stats"; ulp_diag; return 1; }
 	wait_for 10 pools_idle || { cat "$EX/stats"; show_pools; ulp_diag; return 1; }
 }
 
@@ -152,8 +152,15 @@ ulp_check_balances() {
 # $SIW_IP to siw0 and $IP to rxe0.
 siw_setup() {
 	modprobe siw || return 1
-	ip link add "$SIW_NETDEV" type dummy 2>/dev/null
-	ip addr add "$SIW_IP/24" dev "$SIW_NETDEV" && ip link set "$SIW_NETDEV" up || return 1
+	# The TCP connections to our own address go through lo.
+	ip -force -batch - <<-EOF 2>/dev/null
+	link set lo up
+	link add $SIW_NETDEV type dummy
+	EOF
+	ip -batch - <<-EOF || return 1
+	addr add $SIW_IP/24 dev $SIW_NETDEV
+	link set $SIW_NETDEV up
+	EOF
 	rdma link add "$SIWDEV" type siw netdev "$SIW_NETDEV" || return 1
 	wait_for 10 siw_active || { rdma link show; return 1; }
 	log "siw: $SIWDEV on $SIW_NETDEV ($SIW_IP) active"
