@@ -102,7 +102,8 @@ to=()
 	< /dev/null > "$log" 2>&1 &
 qpid=$!
 : >> "$log"
-tail -n +1 -f --pid="$qpid" "$log" &
+# tail checks for QEMU's exit once per -s interval (default 1 s).
+tail -n +1 -f -s 0.1 --pid="$qpid" "$log" &
 tpid=$!
 stopped=
 trap 'stopped=1; kill "$qpid" 2>/dev/null' INT TERM HUP
