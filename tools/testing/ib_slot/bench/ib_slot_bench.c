@@ -315,11 +315,44 @@ static int bench_slot_get(struct bench_thread *t, unsigned int n)
 	return 0;
 }
 
+/* Get and put alone: the pool and the credits, without the post. */
+static int bench_slot_getput_indexed(struct bench_thread *t, unsigned int n)
+{
+	struct ib_slot_qp *sqp = t->env->sqp[POOL_INDEXED];
+	struct ib_slot *slot;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		slot = ib_slot_from_tag(sqp, (i * t->nr + t->id) &
+					     (BENCH_DEPTH - 1));
+		if (!slot)
+			return -ENOSPC;
+		ib_slot_put(slot);
+	}
+	return 0;
+}
+
+static int bench_slot_getput(struct bench_thread *t, unsigned int n)
+{
+	struct ib_slot_qp *sqp = t->env->sqp[t->op->pool];
+	struct ib_slot *slot;
+
+	while (n--) {
+		slot = ib_slot_get(sqp);
+		if (!slot)
+			return -ENOSPC;
+		ib_slot_put(slot);
+	}
+	return 0;
+}
+
 static const struct bench_op bench_ops[] = {
 	{ "mr_pool",		bench_mr_pool },
 	{ "mr_pool_credit",	bench_mr_pool_credit },
 	{ "sbitmap_queue",	bench_sbitmap_queue },
 	{ "device_stub",	bench_device_stub },
+	{ "getput_indexed",	bench_slot_getput_indexed, POOL_INDEXED },
+	{ "getput_backpressure", bench_slot_getput,	POOL_BACKPRESSURE },
 	{ "slot_indexed",	bench_slot_indexed,	POOL_INDEXED },
 	{ "slot_no_exhaust",	bench_slot_get,		POOL_NO_EXHAUST },
 	{ "slot_backpressure",	bench_slot_get,		POOL_BACKPRESSURE },
