@@ -114,13 +114,11 @@ struct ib_slot_pool_attr {
  * @mr: the MR
  * @reg_wr: REG_MR WR prepared by ib_slot_map_mr()
  * @inv_wr: LOCAL_INV WR
- * @mapped: ib_slot_map_mr() ran since the last post
  */
 struct ib_slot_mr {
 	struct ib_mr		*mr;
 	struct ib_reg_wr	reg_wr;
 	struct ib_send_wr	inv_wr;
-	bool			mapped;
 };
 
 /**
@@ -133,6 +131,7 @@ struct ib_slot_mr {
  * @sqp: the QP the slot is bound to between get and put
  * @mrs: @nr_mrs MRs, rkey-side first
  * @nr_mrs: number of entries in @mrs
+ * @mapped: bit i set: ib_slot_map_mr() prepared @mrs[i] for the next post
  * @tag: index of the slot in its pool
  * @sq_used: Send Queue entries posted since get
  * @busy: outstanding posts, plus one while ib_slot_fence() runs
@@ -151,6 +150,7 @@ struct ib_slot {
 	struct ib_slot_qp	*sqp;
 	struct ib_slot_mr	*mrs;
 	u8			nr_mrs;
+	u16			mapped;
 	u32			tag;
 	u32			sq_used;
 	atomic_t		busy;

@@ -26,6 +26,9 @@
 
 /* Opcodes a slot may post: the ib_wr_opcode values up to REG_MR_INTEGRITY. */
 #define IB_SLOT_NR_OPCODES	(IB_WR_REG_MR_INTEGRITY + 1)
+/* struct ib_slot's @mapped has a bit per MR. */
+static_assert(sizeof_field(struct ib_slot, mapped) * BITS_PER_BYTE >=
+	      IB_SLOT_MAX_MRS);
 
 /* slot->flags */
 enum {
@@ -1062,6 +1065,24 @@ int ib_slot_get_wait(struct ib_slot_qp *sqp, unsigned int nr,
 }
 EXPORT_SYMBOL(ib_slot_get_wait);
 
+/*
+ * Forget MRs mapped but never posted: the next lifetime must not post their
+ * REG_MR, and the key the device knows is still the one registered last.
+ */
+static void ib_slot_unmap(struct ib_slot *slot)
+{
+	unsigned long mapped = slot->mapped;
+	unsigned int i;
+
+	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS) {
+		struct ib_slot_mr *smr = &slot->mrs[i];
+
+		ib_update_fast_reg_key(smr->mr,
+				       smr->inv_wr.ex.invalidate_rkey & 0xff);
+	}
+	slot->mapped = 0;
+}
+
 /**
  * ib_slot_put - return a slot and its credits
  * @slot: a slot whose posts have all completed
@@ -1085,6 +1106,8 @@ void ib_slot_put(struct ib_slot *slot)
 	if (ib_slot_misuse(pool, !test_and_clear_bit(IB_SLOT_F_IN_USE,
 						     &slot->flags)))
 		return;
+	if (unlikely(slot->mapped))
+		ib_slot_unmap(slot);
 	slot->sqp = NULL;
 	atomic_add(pool->cost.sqes, &sqp->sq_avail);
 	atomic_dec(&sqp->nr_held);
@@ -1133,11 +1156,14 @@ int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 	n = ib_map_mr_sg(smr->mr, sg, sg_nents, sg_offset, PAGE_SIZE);
 	if (n <= 0)
 		return n < 0 ? n : -EINVAL;
-	smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;
-	ib_update_fast_reg_key(smr->mr, ib_inc_rkey(smr->mr->rkey));
+	/* Mapped again before the post: the registered key is unchanged. */
+	if (!(slot->mapped & BIT(idx))) {
+		smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;
+		ib_update_fast_reg_key(smr->mr, ib_inc_rkey(smr->mr->rkey));
+	}
 	smr->reg_wr.key = smr->mr->rkey;
 	smr->reg_wr.access = access;
-	smr->mapped = true;
+	slot->mapped |= BIT(idx);
 	return n;
 }
 EXPORT_SYMBOL(ib_slot_map_mr);
@@ -1208,6 +1234,7 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL;
 	const struct ib_send_wr *bad;
+	unsigned long mapped = slot->mapped;
 	u32 i, n = 0, inv = 0;
 	int ret;
 
@@ -1216,11 +1243,9 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	if (ib_slot_misuse(pool, test_bit(IB_SLOT_F_POSTED, &slot->flags)))
 		return -EBUSY;
 
-	for (i = 0; i < slot->nr_mrs; i++) {
+	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS) {
 		struct ib_slot_mr *smr = &slot->mrs[i];
 
-		if (!smr->mapped)
-			continue;
 		if (smr->mr->need_inval) {
 			ib_slot_chain(pool, &tail, &smr->inv_wr, &n);
 			inv++;
@@ -1253,9 +1278,8 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	 * as its completion may mark it unknown (ib_slot_wc_error()) before
 	 * ib_post_send() returns.
 	 */
-	for (i = 0; i < slot->nr_mrs; i++)
-		if (slot->mrs[i].mapped)
-			slot->mrs[i].mr->need_inval = true;
+	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS)
+		slot->mrs[i].mr->need_inval = true;
 	slot->status = IB_WC_SUCCESS;
 	atomic_inc(&slot->busy);
 	set_bit(IB_SLOT_F_POSTED, &slot->flags);
@@ -1274,8 +1298,7 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 		return ret;
 	}
 	slot->sq_used += n;
-	for (i = 0; i < slot->nr_mrs; i++)
-		slot->mrs[i].mapped = false;
+	slot->mapped = 0;
 	if (inv)
 		atomic64_add(inv, &pool->local_inv);
 	return ret;

@@ -790,6 +790,85 @@ static void ib_slot_chain_fits(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), fqp->cap - 1);
 }
 
+/* The last @n WQEs posted on @fqp, oldest first. */
+static struct fake_wqe *last_wqe(struct fake_qp *fqp, u32 n)
+{
+	return &fqp->ring[(fqp->tail - n) % fqp->cap];
+}
+
+/* Complete what @slot posted, put it, and get the next lifetime's slot. */
+static struct ib_slot *next_life(struct kunit *test, struct ib_slot_qp *sqp,
+				 struct ib_slot *slot)
+{
+	struct test_env *env = test->priv;
+
+	if (slot) {
+		fake_complete_all(to_fqp(env->qp[0]));
+		test_poll(test);
+		ib_slot_put(slot);
+	}
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	return slot;
+}
+
+/*
+ * A mapping never posted is dropped at put: the next lifetime posts no stale
+ * REG_MR, and invalidates the key the device registered last, also when an
+ * MR was mapped twice before its post.
+ */
+static void ib_slot_map_without_post(struct kunit *test)
+{
+	static const struct ib_slot_profile p = {
+		.nr_rkey_mrs = 1, .max_pages_per_mr = 4, .nr_sends = 1,
+	};
+	struct test_env *env = test->priv;
+	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+	u32 registered, posted;
+
+	sg_init_one(&sg, env, 64);
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+
+	slot = next_life(test, sqp, NULL);
+	map_all(test, slot, &sg);
+	registered = slot->mrs[0].reg_wr.key;
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
+
+	/* Mapped, never posted: put gives the registered key back. */
+	slot = next_life(test, sqp, slot);
+	map_all(test, slot, &sg);
+	KUNIT_EXPECT_NE(test, slot->mrs[0].mr->rkey, registered);
+	slot = next_life(test, sqp, slot);
+	KUNIT_EXPECT_EQ(test, slot->mrs[0].mr->rkey, registered);
+	posted = env->fdev->posted;
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->posted - posted, 1);
+	KUNIT_EXPECT_EQ(test, last_wqe(fqp, 1)->opcode, IB_WR_SEND);
+
+	/* Mapped twice: one new key, and the registered one invalidated. */
+	slot = next_life(test, sqp, slot);
+	map_all(test, slot, &sg);
+	map_all(test, slot, &sg);
+	KUNIT_EXPECT_EQ(test, slot->mrs[0].reg_wr.key, ib_inc_rkey(registered));
+	posted = env->fdev->posted;
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
+	KUNIT_ASSERT_EQ(test, env->fdev->posted - posted, 3);
+	KUNIT_EXPECT_EQ(test, last_wqe(fqp, 3)->opcode, IB_WR_LOCAL_INV);
+	KUNIT_EXPECT_EQ(test, last_wqe(fqp, 3)->inv_rkey, registered);
+	KUNIT_EXPECT_EQ(test, last_wqe(fqp, 2)->opcode, IB_WR_REG_MR);
+	KUNIT_EXPECT_EQ(test, last_wqe(fqp, 1)->opcode, IB_WR_SEND);
+	fake_complete_all(fqp);
+	test_poll(test);
+	ib_slot_put(slot);
+	KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
+}
+
 /* Unsignaled entries come back only with the later signaled completion. */
 static void ib_slot_unsignaled_credit(struct kunit *test)
 {
@@ -1872,6 +1951,7 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_no_exhaust_depth),
 	KUNIT_CASE(ib_slot_indexed_tags),
 	KUNIT_CASE(ib_slot_qp_caps_granted),
+	KUNIT_CASE(ib_slot_map_without_post),
 	KUNIT_CASE(ib_slot_unsignaled_credit),
 	KUNIT_CASE(ib_slot_flush_balances),
 	KUNIT_CASE(ib_slot_first_error),
