@@ -668,9 +668,9 @@ static void ib_slot_bind(struct ib_slot_qp *sqp, struct ib_slot *slot)
 	slot->status = IB_WC_SUCCESS;
 }
 
-static void ib_slot_note_use(struct ib_slot_pool *pool)
+static void ib_slot_note_use(struct ib_slot_pool *pool, int avail)
 {
-	u32 in_use = pool->nr_slots - atomic_read(&pool->avail);
+	u32 in_use = pool->nr_slots - avail;
 
 	if (in_use > READ_ONCE(pool->high_water))
 		WRITE_ONCE(pool->high_water, in_use);
@@ -721,7 +721,7 @@ static int ib_slot_try_get(struct ib_slot_qp *sqp, unsigned int nr,
 		set_bit(IB_SLOT_F_IN_USE, &slots[i]->flags);
 		ib_slot_bind(sqp, slots[i]);
 	}
-	ib_slot_note_use(pool);
+	ib_slot_note_use(pool, atomic_read(&pool->avail));
 	return 0;
 }
 
@@ -904,6 +904,7 @@ struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag)
 {
 	struct ib_slot_pool *pool = sqp->pool;
 	struct ib_slot *slot;
+	int avail;
 
 	if (ib_slot_misuse(pool, !pool->indexed || tag >= pool->nr_slots ||
 			   READ_ONCE(pool->dying)))
@@ -912,11 +913,11 @@ struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag)
 	if (ib_slot_misuse(pool, test_and_set_bit(IB_SLOT_F_IN_USE,
 						  &slot->flags)))
 		return NULL;
-	atomic_dec(&pool->avail);
+	avail = atomic_dec_return(&pool->avail);
 	atomic_inc(&sqp->nr_held);
 	atomic_sub(pool->cost.sqes, &sqp->sq_avail);
 	ib_slot_bind(sqp, slot);
-	ib_slot_note_use(pool);
+	ib_slot_note_use(pool, avail);
 	return slot;
 }
 EXPORT_SYMBOL(ib_slot_from_tag);
@@ -1120,7 +1121,9 @@ void ib_slot_put(struct ib_slot *slot)
 			wake_up_var(&pool->avail);
 		return;
 	}
-	ib_slot_kick(pool);
+	/* Indexed pools refuse waiters (ib_slot_get_fast()). */
+	if (!pool->indexed)
+		ib_slot_kick(pool);
 }
 EXPORT_SYMBOL(ib_slot_put);
 
@@ -1163,6 +1166,11 @@ int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 	}
 	smr->reg_wr.key = smr->mr->rkey;
 	smr->reg_wr.access = access;
+	/* Until ib_slot_post() makes one of them the signaled tail. */
+	smr->reg_wr.wr.wr_cqe = &slot->aux_cqe;
+	smr->reg_wr.wr.send_flags = 0;
+	smr->inv_wr.wr_cqe = &slot->aux_cqe;
+	smr->inv_wr.send_flags = 0;
 	slot->mapped |= BIT(idx);
 	return n;
 }
@@ -1232,7 +1240,7 @@ EXPORT_SYMBOL(ib_slot_rdma_needs_mr);
 int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 {
 	struct ib_slot_pool *pool = slot->pool;
-	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL;
+	struct ib_send_wr *first = NULL, **tail = &first, *last;
 	const struct ib_send_wr *bad;
 	unsigned long mapped = slot->mapped;
 	u32 i, n = 0, inv = 0;
@@ -1252,24 +1260,24 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 		}
 		ib_slot_chain(pool, &tail, &smr->reg_wr.wr, &n);
 	}
-	*tail = wr;
-	for (; wr; wr = wr->next) {
+	/* ib_slot_map_mr() stamped the MR WRs already. */
+	for (*tail = wr; wr; wr = wr->next) {
 		u32 units = ib_slot_wr_units(pool, wr);
 
 		if (ib_slot_misuse(pool, !units))
 			return -EINVAL;
 		n += units;
+		wr->wr_cqe = &slot->aux_cqe;
+		wr->send_flags &= ~IB_SEND_SIGNALED;
+		tail = &wr->next;
 	}
+	/* Every WR costs at least one unit: a chain of none is empty. */
 	if (!n)
 		return -EINVAL;
 	if (ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes))
 		return -ENOSPC;
 
-	for (wr = first; wr; wr = wr->next) {
-		wr->wr_cqe = &slot->aux_cqe;
-		wr->send_flags &= ~IB_SEND_SIGNALED;
-		last = wr;
-	}
+	last = container_of(tail, struct ib_send_wr, next);
 	last->wr_cqe = &slot->cqe;
 	last->send_flags |= IB_SEND_SIGNALED;
 
@@ -1306,7 +1314,7 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 EXPORT_SYMBOL(ib_slot_post);
 
 /* A post or fence of @slot retired; the last one runs a pending fence. */
-static void ib_slot_unbusy(struct ib_slot *slot)
+static inline void ib_slot_unbusy(struct ib_slot *slot)
 {
 	void (*fenced)(struct ib_slot *slot);
 
@@ -1332,21 +1340,32 @@ static void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc)
 	ib_slot_wc_error(&slot->status, wc);
 }
 
+/*
+ * Report the error that started a flush, not the flush.  Out of line, so
+ * that successful completions do not clear a copy of the wc on the stack.
+ */
+static noinline void ib_slot_done_first_error(struct ib_slot *slot,
+					      const struct ib_wc *wc)
+{
+	struct ib_wc first = *wc;
+
+	first.status = slot->status;
+	clear_bit(IB_SLOT_F_POSTED, &slot->flags);
+	slot->pool->done(slot, &first);
+}
+
 static void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot, cqe);
-	struct ib_wc first;
 
 	ib_slot_wc_error(&slot->status, wc);
-	if (unlikely(slot->status != wc->status)) {
-		/* Report the error that started a flush, not the flush. */
-		first = *wc;
-		first.status = slot->status;
-		wc = &first;
-	}
 	/* done() may post again, or put the slot if no fence is pending. */
-	clear_bit(IB_SLOT_F_POSTED, &slot->flags);
-	slot->pool->done(slot, wc);
+	if (unlikely(slot->status != wc->status)) {
+		ib_slot_done_first_error(slot, wc);
+	} else {
+		clear_bit(IB_SLOT_F_POSTED, &slot->flags);
+		slot->pool->done(slot, wc);
+	}
 	/*
 	 * Only a count from here on: if done() put the slot, its next owner
 	 * balances its own posts, and whoever reaches zero runs the fence.
