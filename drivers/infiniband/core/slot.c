@@ -1314,7 +1314,7 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 EXPORT_SYMBOL(ib_slot_post);
 
 /* A post or fence of @slot retired; the last one runs a pending fence. */
-static inline void ib_slot_unbusy(struct ib_slot *slot)
+static void ib_slot_unbusy(struct ib_slot *slot)
 {
 	void (*fenced)(struct ib_slot *slot);
 
@@ -1340,32 +1340,25 @@ static void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc)
 	ib_slot_wc_error(&slot->status, wc);
 }
 
-/*
- * Report the error that started a flush, not the flush.  Out of line, so
- * that successful completions do not clear a copy of the wc on the stack.
- */
-static noinline void ib_slot_done_first_error(struct ib_slot *slot,
-					      const struct ib_wc *wc)
-{
-	struct ib_wc first = *wc;
-
-	first.status = slot->status;
-	clear_bit(IB_SLOT_F_POSTED, &slot->flags);
-	slot->pool->done(slot, &first);
-}
-
 static void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot, cqe);
+	/*
+	 * Written before use, and only on the error path: no auto-init, or
+	 * every successful completion would clear it.
+	 */
+	struct ib_wc first __uninitialized;
 
 	ib_slot_wc_error(&slot->status, wc);
-	/* done() may post again, or put the slot if no fence is pending. */
 	if (unlikely(slot->status != wc->status)) {
-		ib_slot_done_first_error(slot, wc);
-	} else {
-		clear_bit(IB_SLOT_F_POSTED, &slot->flags);
-		slot->pool->done(slot, wc);
+		/* Report the error that started a flush, not the flush. */
+		first = *wc;
+		first.status = slot->status;
+		wc = &first;
 	}
+	/* done() may post again, or put the slot if no fence is pending. */
+	clear_bit(IB_SLOT_F_POSTED, &slot->flags);
+	slot->pool->done(slot, wc);
 	/*
 	 * Only a count from here on: if done() put the slot, its next owner
 	 * balances its own posts, and whoever reaches zero runs the fence.
