@@ -134,10 +134,11 @@ struct ib_slot_mr {
  * @mapped: bit i set: ib_slot_map_mr() prepared @mrs[i] for the next post
  * @tag: index of the slot in its pool
  * @sq_used: Send Queue entries posted since get
- * @busy: outstanding posts, plus one while ib_slot_fence() runs
+ * @busy: outstanding posts and LOCAL_INV chains, one more while
+ *	ib_slot_fence() runs, and a high bit while a fence is armed
  * @flags: %IB_SLOT_F_* bits
  * @status: first error status of the current post
- * @fenced: callback of a pending ib_slot_fence()
+ * @fenced: callback of the armed ib_slot_fence()
  *
  * A slot lives from ib_slot_get() to ib_slot_put(), and every WR posted
  * through it completes (or is flushed) before the put.

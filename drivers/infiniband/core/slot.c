@@ -30,6 +30,9 @@
 static_assert(sizeof_field(struct ib_slot, mapped) * BITS_PER_BYTE >=
 	      IB_SLOT_MAX_MRS);
 
+/* slot->busy: added to the count while a fence is armed. */
+#define IB_SLOT_FENCE_ARMED	BIT(30)
+
 /* slot->flags */
 enum {
 	IB_SLOT_F_IN_USE,
@@ -1102,7 +1105,7 @@ void ib_slot_put(struct ib_slot *slot)
 	int avail;
 
 	if (ib_slot_misuse(pool, test_bit(IB_SLOT_F_POSTED, &slot->flags) ||
-			   READ_ONCE(slot->fenced)))
+			   atomic_read(&slot->busy) & IB_SLOT_FENCE_ARMED))
 		return;
 	if (ib_slot_misuse(pool, !test_and_clear_bit(IB_SLOT_F_IN_USE,
 						     &slot->flags)))
@@ -1248,7 +1251,9 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
-	if (ib_slot_misuse(pool, test_bit(IB_SLOT_F_POSTED, &slot->flags)))
+	/* A fenced slot is done posting: its next WR would escape the fence. */
+	if (ib_slot_misuse(pool, test_bit(IB_SLOT_F_POSTED, &slot->flags) ||
+			   atomic_read(&slot->busy) & IB_SLOT_FENCE_ARMED))
 		return -EBUSY;
 
 	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS) {
@@ -1313,16 +1318,19 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 }
 EXPORT_SYMBOL(ib_slot_post);
 
-/* A post or fence of @slot retired; the last one runs a pending fence. */
+/*
+ * A post, LOCAL_INV chain or fence hold of @slot retired; the last one
+ * runs an armed fence.  Arming and the count share one atomic, so a post
+ * that retired before the fence was armed cannot see it armed.
+ */
 static void ib_slot_unbusy(struct ib_slot *slot)
 {
-	void (*fenced)(struct ib_slot *slot);
-
-	if (!atomic_dec_and_test(&slot->busy))
+	/* Pairs with the smp_mb__before_atomic() in ib_slot_fence(). */
+	if (atomic_dec_return(&slot->busy) != IB_SLOT_FENCE_ARMED)
 		return;
-	fenced = xchg(&slot->fenced, NULL);
-	if (fenced)
-		fenced(slot);
+	/* Nothing is outstanding and a fenced slot posts no more. */
+	atomic_set(&slot->busy, 0);
+	slot->fenced(slot);
 }
 
 /* Keep the first error of a chain: the rest are flushes it caused. */
@@ -1400,8 +1408,8 @@ static struct ib_mr *ib_slot_inv_mr(struct ib_slot *slot,
  * this returns.  The caller puts the slot from @fenced, not before.
  *
  * Context: Any context.
- * Return: 0, -EINVAL if @slot is not in use, or the provider's error (then
- * @fenced is not called).
+ * Return: 0, -EINVAL if @slot is not in use, -EBUSY if a fence is already
+ * armed, or the provider's error (then @fenced is not called).
  */
 int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 		  void (*fenced)(struct ib_slot *slot))
@@ -1414,6 +1422,9 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
+	if (ib_slot_misuse(pool, atomic_read(&slot->busy) &
+				 IB_SLOT_FENCE_ARMED))
+		return -EBUSY;
 
 	for (i = 0; i < pool->profile.nr_rkey_mrs; i++) {
 		struct ib_slot_mr *smr = &slot->mrs[i];
@@ -1435,9 +1446,17 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 	}
 	*tail = NULL;
 
-	/* Our own hold first, so that no completion runs @fenced early. */
-	atomic_inc(&slot->busy);
-	WRITE_ONCE(slot->fenced, fenced);
+	/*
+	 * Arm with a hold of our own, so that no completion runs @fenced
+	 * before the LOCAL_INVs are posted.
+	 */
+	slot->fenced = fenced;
+	/*
+	 * Pairs with atomic_dec_return() in ib_slot_unbusy(): whoever finds
+	 * the fence armed finds @fenced.
+	 */
+	smp_mb__before_atomic();
+	atomic_add(IB_SLOT_FENCE_ARMED + 1, &slot->busy);
 	if (nr_inv) {
 		if (ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes)) {
 			ret = -ENOSPC;
@@ -1461,8 +1480,8 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 	ib_slot_unbusy(slot);
 	return 0;
 out:
-	WRITE_ONCE(slot->fenced, NULL);
-	atomic_dec(&slot->busy);
+	/* Our hold kept the fence from running: disarm it. */
+	atomic_sub(IB_SLOT_FENCE_ARMED + 1, &slot->busy);
 	return ret;
 }
 EXPORT_SYMBOL(ib_slot_fence);
