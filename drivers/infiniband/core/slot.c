@@ -3,11 +3,12 @@
  * ib_slot: pooled bundles of MRs, Send Queue credits and a completion
  * callback, so that a ULP cannot overrun its Send Queue or lose a flush.
  *
- * Slots are PD-scoped and come from an sbitmap; credits are QP-scoped
- * (struct ib_slot_qp).  A get reserves, all or nothing, a slot of the pool
- * and the worst-case Send Queue entries of one slot lifetime on the QP, so
- * a post through the slot always finds room.  Both come back at put, which
- * the ULP may only call once every WR of the slot has completed.
+ * Slots are PD-scoped and come from an sbitmap, fronted by a one-tag cache
+ * per CPU; credits are QP-scoped (struct ib_slot_qp).  A get reserves, all
+ * or nothing, a slot of the pool and the worst-case Send Queue entries of
+ * one slot lifetime on the QP, so a post through the slot always finds
+ * room.  Both come back at put, which the ULP may only call once every WR
+ * of the slot has completed.
  *
  * The fast path (get, post, completion, put) takes no lock and allocates
  * nothing.  Waiters of back-pressure pools live on a FIFO under a spinlock
@@ -30,6 +31,8 @@
 static_assert(sizeof_field(struct ib_slot, mapped) * BITS_PER_BYTE >=
 	      IB_SLOT_MAX_MRS);
 
+/* An empty per-CPU tag cache. */
+#define IB_SLOT_NO_TAG		(-1)
 /* slot->busy: added to the count while a fence is armed. */
 #define IB_SLOT_FENCE_ARMED	BIT(30)
 
@@ -55,6 +58,7 @@ struct ib_slot_pool {
 	u8			units[IB_SLOT_NR_OPCODES];
 
 	struct sbitmap		map;
+	int __percpu		*cache;
 	void			*slots;
 	struct ib_slot_mr	*mrs;
 
@@ -84,7 +88,7 @@ struct ib_slot_qp {
 	struct ib_slot_pool	*pool;
 	struct ib_qp		*qp;
 	struct list_head	entry;
-	atomic_t		sq_avail;
+	/* Each slot holds pool->cost.sqes credits: no separate count. */
 	atomic_t		nr_held;
 	u32			sq_depth;
 	u32			fair_share;
@@ -344,7 +348,7 @@ static int ib_slot_pool_show(struct seq_file *s, void *unused)
 	list_for_each_entry(sqp, &pool->qps, entry)
 		seq_printf(s, "qp %u: slots %d credits_out %u/%u\n",
 			   sqp->qp->qp_num, atomic_read(&sqp->nr_held),
-			   sqp->sq_depth - atomic_read(&sqp->sq_avail),
+			   atomic_read(&sqp->nr_held) * pool->cost.sqes,
 			   sqp->sq_depth);
 	spin_unlock_bh(&pool->lock);
 	return 0;
@@ -359,6 +363,7 @@ static void ib_slot_pool_free(struct ib_slot_pool *pool)
 	if (pool->mrs)
 		ib_slot_free_mrs(pool);
 	sbitmap_free(&pool->map);
+	free_percpu(pool->cache);
 	kvfree(pool->slots);
 	kfree(pool);
 }
@@ -381,8 +386,8 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	const char *why = NULL;
 	struct ib_slot_cost cost;
 	struct ib_device *dev;
+	int ret, cpu;
 	u32 tag;
-	int ret;
 
 	might_sleep();
 	if (WARN_ON_ONCE(!attr->pd))
@@ -432,9 +437,12 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	if (ret)
 		goto out_free;
 	ret = -ENOMEM;
+	pool->cache = alloc_percpu(int);
 	pool->slots = kvcalloc(attr->nr_slots, pool->slot_size, GFP_KERNEL);
-	if (!pool->slots)
+	if (!pool->cache || !pool->slots)
 		goto out_free;
+	for_each_possible_cpu(cpu)
+		per_cpu(*pool->cache, cpu) = IB_SLOT_NO_TAG;
 	for (tag = 0; tag < pool->nr_slots; tag++) {
 		struct ib_slot *slot = ib_slot_at(pool, tag);
 
@@ -617,8 +625,8 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 	sqp->pool = pool;
 	sqp->qp = qp;
 	sqp->sq_depth = depth;
+	/* Caps the credits too: @fits slots' worth fit in @depth. */
 	sqp->fair_share = min(fits, pool->fair_share);
-	atomic_set(&sqp->sq_avail, depth);
 	spin_lock_bh(&pool->lock);
 	list_add_tail(&sqp->entry, &pool->qps);
 	spin_unlock_bh(&pool->lock);
@@ -660,7 +668,9 @@ EXPORT_SYMBOL(ib_slot_qp_detach);
  */
 u32 ib_slot_qp_credits(const struct ib_slot_qp *sqp)
 {
-	return atomic_read(&sqp->sq_avail);
+	u32 held = atomic_read(&sqp->nr_held);
+
+	return sqp->sq_depth - held * sqp->pool->cost.sqes;
 }
 EXPORT_SYMBOL(ib_slot_qp_credits);
 
@@ -679,21 +689,53 @@ static void ib_slot_note_use(struct ib_slot_pool *pool, int avail)
 		WRITE_ONCE(pool->high_water, in_use);
 }
 
-/* Give back what ib_slot_try_get() took before it failed. */
-static void ib_slot_unreserve(struct ib_slot_qp *sqp, unsigned int nr,
-			      bool credits)
+/*
+ * A free tag: the one last freed on this CPU if there is one, as its slot
+ * is cache-hot and taking it touches no shared word.  @avail admitted the
+ * caller, so a tag is free in the sbitmap or in some CPU's cache; either
+ * search can miss it while other getters race, so both repeat.  The cache
+ * is reached by atomics only, since other CPUs steal from it.
+ */
+static int ib_slot_alloc_tag(struct ib_slot_pool *pool)
 {
-	atomic_sub(nr, &sqp->nr_held);
-	if (credits)
-		atomic_add(nr * sqp->pool->cost.sqes, &sqp->sq_avail);
+	int tag, cpu, *cache;
+
+	/* Preemptible: a migration only turns this into a steal. */
+	tag = xchg(raw_cpu_ptr(pool->cache), IB_SLOT_NO_TAG);
+	if (tag != IB_SLOT_NO_TAG)
+		return tag;
+	for (;;) {
+		tag = sbitmap_get(&pool->map);
+		if (tag >= 0)
+			return tag;
+		for_each_possible_cpu(cpu) {
+			cache = per_cpu_ptr(pool->cache, cpu);
+			/* Look first: an empty cache line is not worth owning. */
+			if (READ_ONCE(*cache) == IB_SLOT_NO_TAG)
+				continue;
+			tag = xchg(cache, IB_SLOT_NO_TAG);
+			if (tag != IB_SLOT_NO_TAG)
+				return tag;
+		}
+		cpu_relax();
+	}
+}
+
+/* Cache @tag on this CPU; the tag it displaces goes back to the sbitmap. */
+static void ib_slot_free_tag(struct ib_slot_pool *pool, int tag)
+{
+	tag = xchg(raw_cpu_ptr(pool->cache), tag);
+	if (tag != IB_SLOT_NO_TAG)
+		sbitmap_put(&pool->map, tag);
 }
 
 /*
  * Reserve @nr slots for @sqp, all or nothing.  Returns 0, -EBUSY when the
- * QP is short of credits or over its fair share, or -ENOSPC when the pool
- * is short of slots.  A failure leaves nothing taken, but may have hidden
- * resources from a concurrent caller for a moment; the caller then kicks
- * the waiters (ib_slot_kick()).
+ * QP is at its fair share, which also bounds its credits (see
+ * ib_slot_qp_attach()), or -ENOSPC when the pool is short of slots.  A
+ * failure leaves nothing taken, but may have hidden resources from a
+ * concurrent caller for a moment; the caller then kicks the waiters
+ * (ib_slot_kick()).
  */
 static int ib_slot_try_get(struct ib_slot_qp *sqp, unsigned int nr,
 			   struct ib_slot **slots)
@@ -703,24 +745,12 @@ static int ib_slot_try_get(struct ib_slot_qp *sqp, unsigned int nr,
 
 	if (!ib_slot_add_below(&sqp->nr_held, nr, sqp->fair_share))
 		return -EBUSY;
-	if (!ib_slot_take(&sqp->sq_avail, nr * pool->cost.sqes)) {
-		ib_slot_unreserve(sqp, nr, false);
-		return -EBUSY;
-	}
 	if (!ib_slot_take(&pool->avail, nr)) {
-		ib_slot_unreserve(sqp, nr, true);
+		atomic_sub(nr, &sqp->nr_held);
 		return -ENOSPC;
 	}
 	for (i = 0; i < nr; i++) {
-		int tag;
-
-		/*
-		 * @avail admitted us, so a bit is free; sbitmap_get() can
-		 * still miss it while other getters race over the words.
-		 */
-		while ((tag = sbitmap_get(&pool->map)) < 0)
-			cpu_relax();
-		slots[i] = ib_slot_at(pool, tag);
+		slots[i] = ib_slot_at(pool, ib_slot_alloc_tag(pool));
 		set_bit(IB_SLOT_F_IN_USE, &slots[i]->flags);
 		ib_slot_bind(sqp, slots[i]);
 	}
@@ -918,7 +948,6 @@ struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag)
 		return NULL;
 	avail = atomic_dec_return(&pool->avail);
 	atomic_inc(&sqp->nr_held);
-	atomic_sub(pool->cost.sqes, &sqp->sq_avail);
 	ib_slot_bind(sqp, slot);
 	ib_slot_note_use(pool, avail);
 	return slot;
@@ -1113,10 +1142,9 @@ void ib_slot_put(struct ib_slot *slot)
 	if (unlikely(slot->mapped))
 		ib_slot_unmap(slot);
 	slot->sqp = NULL;
-	atomic_add(pool->cost.sqes, &sqp->sq_avail);
 	atomic_dec(&sqp->nr_held);
 	if (!pool->indexed)
-		sbitmap_put(&pool->map, slot->tag);
+		ib_slot_free_tag(pool, slot->tag);
 	/* Pairs with the atomic_read_acquire() in ib_slot_pool_destroy(). */
 	avail = atomic_inc_return_release(&pool->avail);
 	if (unlikely(READ_ONCE(pool->dying))) {

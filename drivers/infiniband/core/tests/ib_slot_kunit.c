@@ -1223,6 +1223,71 @@ static void ib_slot_sleeping_get(struct kunit *test)
 	ib_slot_put(s.slot);
 }
 
+struct remote_put {
+	struct ib_slot		*slot;
+	struct completion	done;
+};
+
+static int remote_put_fn(void *data)
+{
+	struct remote_put *rp = data;
+
+	ib_slot_put(rp->slot);
+	complete(&rp->done);
+	return 0;
+}
+
+/*
+ * A slot freed on another CPU waits in that CPU's tag cache, where the
+ * sbitmap does not see it: a get that finds its own cache and the sbitmap
+ * empty takes it from there, so the pool is never exhausted early.
+ */
+static void ib_slot_tag_cache_steal(struct kunit *test)
+{
+	struct ib_slot *a, *b, *got[2];
+	struct ib_slot_pool_stats st;
+	struct task_struct *task;
+	struct remote_put rp;
+	struct ib_slot_qp *sqp;
+	int cpu, other;
+
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two CPUs");
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 2);
+	a = ib_slot_get(sqp);
+	b = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+
+	cpu = get_cpu();
+	other = cpumask_any_but(cpu_online_mask, cpu);
+	put_cpu();
+	rp.slot = a;
+	init_completion(&rp.done);
+	task = kthread_create(remote_put_fn, &rp, "ib_slot_put/%d", other);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	kthread_bind(task, other);
+	wake_up_process(task);
+	wait_for_completion(&rp.done);
+
+	/* Both tags are now cached, one on each CPU; the sbitmap is full. */
+	preempt_disable();
+	ib_slot_put(b);
+	got[0] = ib_slot_get(sqp);
+	got[1] = ib_slot_get(sqp);
+	preempt_enable();
+	KUNIT_ASSERT_NOT_NULL(test, got[0]);
+	KUNIT_ASSERT_NOT_NULL(test, got[1]);
+	KUNIT_EXPECT_PTR_EQ(test, got[0], b);
+	KUNIT_EXPECT_PTR_EQ(test, got[1], a);
+	KUNIT_EXPECT_NULL(test, ib_slot_get(sqp));
+	test_stats(cur_env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 2);
+	ib_slot_put(got[0]);
+	ib_slot_put(got[1]);
+}
+
 /* One QP cannot take more than its fair share of a shared pool. */
 static void ib_slot_fair_share(struct kunit *test)
 {
@@ -1961,6 +2026,7 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_cancel),
 	KUNIT_CASE(ib_slot_sleeping_get),
 	KUNIT_CASE(ib_slot_fair_share),
+	KUNIT_CASE(ib_slot_tag_cache_steal),
 	KUNIT_CASE(ib_slot_credits_per_qp),
 	KUNIT_CASE(ib_slot_fence_remote),
 	KUNIT_CASE(ib_slot_fence_local),
