@@ -543,7 +543,7 @@ static int bench_setup(struct bench_env *env)
 	};
 	struct ib_device *dev;
 	unsigned int i;
-	int ret;
+	int cpu, ret;
 
 	env->bdev = ib_alloc_device(bench_dev, ibdev);
 	if (!env->bdev)
@@ -583,6 +583,12 @@ static int bench_setup(struct bench_env *env)
 				      GFP_KERNEL, NUMA_NO_NODE);
 	if (ret)
 		goto err;
+	/*
+	 * sbitmap seeds each CPU's hint at random, and the word it lands in
+	 * changes the instructions of every get: start all runs at bit 0.
+	 */
+	for_each_possible_cpu(cpu)
+		*per_cpu_ptr(env->sbq.sb.alloc_hint, cpu) = 0;
 	env->sbq_ready = true;
 	atomic_set(&env->credits, BENCH_DEPTH * BENCH_SQES);
 	for (i = 0; i < ARRAY_SIZE(env->pool); i++) {
