@@ -674,11 +674,11 @@ u32 ib_slot_qp_credits(const struct ib_slot_qp *sqp)
 }
 EXPORT_SYMBOL(ib_slot_qp_credits);
 
+/* ib_slot_post() resets the status of each post. */
 static void ib_slot_bind(struct ib_slot_qp *sqp, struct ib_slot *slot)
 {
 	slot->sqp = sqp;
 	slot->sq_used = 0;
-	slot->status = IB_WC_SUCCESS;
 }
 
 static void ib_slot_note_use(struct ib_slot_pool *pool, int avail)
@@ -737,8 +737,9 @@ static void ib_slot_free_tag(struct ib_slot_pool *pool, int tag)
  * concurrent caller for a moment; the caller then kicks the waiters
  * (ib_slot_kick()).
  */
-static int ib_slot_try_get(struct ib_slot_qp *sqp, unsigned int nr,
-			   struct ib_slot **slots)
+static __always_inline int ib_slot_try_get(struct ib_slot_qp *sqp,
+					   unsigned int nr,
+					   struct ib_slot **slots)
 {
 	struct ib_slot_pool *pool = sqp->pool;
 	unsigned int i;
@@ -824,26 +825,42 @@ static void ib_slot_scan_waiters(struct ib_slot_pool *pool,
 	}
 }
 
-/* Resources came back: hand them to waiters, if there are any. */
-static void ib_slot_kick(struct ib_slot_pool *pool)
+/* More slots than the QP may ever hold at once, or none. */
+static bool ib_slot_bad_nr(const struct ib_slot_qp *sqp, unsigned int nr)
+{
+	return !nr || nr > sqp->fair_share;
+}
+
+/* Grant what the waiters can have; resume them once the lock is dropped. */
+static void ib_slot_grant(struct ib_slot_pool *pool)
 {
 	LIST_HEAD(ready);
 
-	/*
-	 * Pairs with the smp_mb() in ib_slot_get_or_wait(): either it sees
-	 * the resources we returned, or we see its waiter.
-	 */
-	smp_mb__after_atomic();
-	if (likely(!atomic_read(&pool->nr_waiters)))
-		return;
 	spin_lock_bh(&pool->lock);
 	ib_slot_scan_waiters(pool, &ready);
 	spin_unlock_bh(&pool->lock);
 	ib_slot_resume_all(pool, &ready);
 }
 
-static int ib_slot_get_fast(struct ib_slot_qp *sqp, unsigned int nr,
-			    struct ib_slot **slots)
+/* Resources came back: hand them to waiters, if there are any. */
+static void ib_slot_kick(struct ib_slot_pool *pool)
+{
+	/*
+	 * Pairs with the smp_mb() in ib_slot_get_or_wait(): either it sees
+	 * the resources we returned, or we see its waiter.
+	 */
+	smp_mb__after_atomic();
+	if (unlikely(atomic_read(&pool->nr_waiters)))
+		ib_slot_grant(pool);
+}
+
+/*
+ * Inlined, with ib_slot_try_get(), so that ib_slot_get() compiles to the
+ * single-slot case: that halves its instructions.
+ */
+static __always_inline int ib_slot_get_fast(struct ib_slot_qp *sqp,
+					    unsigned int nr,
+					    struct ib_slot **slots)
 {
 	struct ib_slot_pool *pool = sqp->pool;
 	int ret;
@@ -852,8 +869,6 @@ static int ib_slot_get_fast(struct ib_slot_qp *sqp, unsigned int nr,
 		return -ESHUTDOWN;
 	/* Indexed pools have no allocator: ib_slot_from_tag() only. */
 	if (ib_slot_misuse(pool, pool->indexed))
-		return -EINVAL;
-	if (!nr || nr > sqp->fair_share)
 		return -EINVAL;
 	/* Queued waiters go first: no barging, no starvation. */
 	if (atomic_read(&pool->nr_waiters))
@@ -913,8 +928,11 @@ EXPORT_SYMBOL(ib_slot_get);
 int ib_slot_get_bulk(struct ib_slot_qp *sqp, unsigned int nr,
 		     struct ib_slot **slots)
 {
-	int ret = ib_slot_get_fast(sqp, nr, slots);
+	int ret;
 
+	if (ib_slot_bad_nr(sqp, nr))
+		return -EINVAL;
+	ret = ib_slot_get_fast(sqp, nr, slots);
 	if (ret == -EINVAL || ret == -ESHUTDOWN)
 		return ret;
 	return ret ? -EAGAIN : 0;
@@ -976,6 +994,8 @@ int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 	LIST_HEAD(ready);
 	int ret;
 
+	if (ib_slot_bad_nr(w->sqp, w->nr))
+		return -EINVAL;
 	ret = ib_slot_get_fast(w->sqp, w->nr, w->slots);
 	if (ret == -EINVAL || ret == -ESHUTDOWN || !ret)
 		return ret;

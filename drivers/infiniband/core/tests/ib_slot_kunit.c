@@ -1907,6 +1907,48 @@ static void ib_slot_misuse_put_posted(struct kunit *test)
 }
 
 /* A chain longer than the profile allows is refused before the post. */
+/*
+ * Once a fence is armed the slot is done: posting, fencing again or
+ * putting before the fence runs are refused, and the fence still runs.
+ */
+static void ib_slot_misuse_fence_armed(struct kunit *test)
+{
+	struct ib_slot_pool_stats ps;
+	struct ib_send_wr send;
+	struct ib_slot_qp *sqp;
+	struct fake_qp *fqp;
+	struct ib_slot *a;
+
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(cur_env->qp[0]);
+	a = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, a, &send), 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_ASSERT_EQ(test, req_of(a)->done, 1);
+
+	/* Armed until its LOCAL_INV completes. */
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(a, NULL, test_fenced), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_post(a, &send), -EBUSY);
+	KUNIT_EXPECT_EQ(test, ib_slot_fence(a, NULL, test_fenced), -EBUSY);
+	ib_slot_put(a);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 3);
+	ib_slot_pool_get_stats(cur_env->pool, &ps);
+	KUNIT_EXPECT_EQ(test, ps.in_use, 1);
+	KUNIT_EXPECT_EQ(test, req_of(a)->fenced, 0);
+
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(a)->fenced, 1);
+	KUNIT_EXPECT_EQ(test, req_of(a)->done, 1);
+	ib_slot_put(a);
+	ib_slot_pool_get_stats(cur_env->pool, &ps);
+	KUNIT_EXPECT_EQ(test, ps.in_use, 0);
+	KUNIT_EXPECT_EQ(test, ps.local_inv, 1);
+}
+
 static void ib_slot_misuse_over_profile(struct kunit *test)
 {
 	struct ib_send_wr wrs[2] = { };
@@ -2075,6 +2117,7 @@ static struct kunit_case ib_slot_misuse_test_cases[] = {
 	KUNIT_CASE(ib_slot_misuse_depth),
 	KUNIT_CASE(ib_slot_misuse_double_put),
 	KUNIT_CASE(ib_slot_misuse_put_posted),
+	KUNIT_CASE(ib_slot_misuse_fence_armed),
 	KUNIT_CASE(ib_slot_misuse_over_profile),
 	KUNIT_CASE(ib_slot_misuse_tag_and_detach),
 	KUNIT_CASE_SLOW(ib_slot_misuse_get_dying),
