@@ -588,7 +588,7 @@ static int bench_setup(struct bench_env *env)
 	 * changes the instructions of every get: start all runs at bit 0.
 	 */
 	for_each_possible_cpu(cpu)
-		*per_cpu_ptr(env->sbq.sb.alloc_hint, cpu) = 0;
+		per_cpu(*env->sbq.sb.alloc_hint, cpu) = 0;
 	env->sbq_ready = true;
 	atomic_set(&env->credits, BENCH_DEPTH * BENCH_SQES);
 	for (i = 0; i < ARRAY_SIZE(env->pool); i++) {
