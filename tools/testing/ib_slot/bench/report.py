@@ -126,6 +126,14 @@ def micro(top):
                 op, med[op], what, ref,
                 "met" if med[op] <= ref else "NOT met ({:.2f}x)".format(med[op] / ref),
                 " (lock debugging on)" if debug else ""))
+    # Where a cycle goes: what is left after its get + put and the device
+    # is what ib_slot_post() and the completion add per request.
+    for cyc, gp in (("slot_indexed", "getput_indexed"),
+                    ("slot_backpressure", "getput_backpressure")):
+        if stub is not None and cyc in med and gp in med:
+            print("cycle: {} {:.1f} = get+put {:.1f} + device {:.1f} + "
+                  "post/completion bookkeeping {:.1f}".format(
+                      cyc, med[cyc], med[gp], stub, med[cyc] - med[gp] - stub))
 
     print()
     print("indicative (plain TCG wall clock; 2 vCPUs: two threads on one pool,")
