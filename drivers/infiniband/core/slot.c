@@ -58,6 +58,7 @@ struct ib_slot_pool {
 	u8			units[IB_SLOT_NR_OPCODES];
 
 	struct sbitmap		map;
+	/* Allocator pools: the tag last freed on each CPU, or IB_SLOT_NO_TAG. */
 	int __percpu		*cache;
 	void			*slots;
 	struct ib_slot_mr	*mrs;
@@ -437,12 +438,16 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	if (ret)
 		goto out_free;
 	ret = -ENOMEM;
-	pool->cache = alloc_percpu(int);
 	pool->slots = kvcalloc(attr->nr_slots, pool->slot_size, GFP_KERNEL);
-	if (!pool->cache || !pool->slots)
+	if (!pool->slots)
 		goto out_free;
-	for_each_possible_cpu(cpu)
-		per_cpu(*pool->cache, cpu) = IB_SLOT_NO_TAG;
+	if (!pool->indexed) {
+		pool->cache = alloc_percpu(int);
+		if (!pool->cache)
+			goto out_free;
+		for_each_possible_cpu(cpu)
+			per_cpu(*pool->cache, cpu) = IB_SLOT_NO_TAG;
+	}
 	for (tag = 0; tag < pool->nr_slots; tag++) {
 		struct ib_slot *slot = ib_slot_at(pool, tag);
 
