@@ -135,7 +135,8 @@ struct ib_slot_mr {
  * @tag: index of the slot in its pool
  * @sq_used: Send Queue entries posted since get
  * @busy: outstanding posts and LOCAL_INV chains, one more while
- *	ib_slot_fence() runs, and a high bit while a fence is armed
+ *	ib_slot_fence() runs, and high bits while a post's done() has yet
+ *	to run and while a fence is armed
  * @flags: %IB_SLOT_F_* bits
  * @status: first error status of the current post
  * @fenced: callback of the armed ib_slot_fence()

@@ -33,13 +33,17 @@ static_assert(sizeof_field(struct ib_slot, mapped) * BITS_PER_BYTE >=
 
 /* An empty per-CPU tag cache. */
 #define IB_SLOT_NO_TAG		(-1)
-/* slot->busy: added to the count while a fence is armed. */
+/*
+ * slot->busy counts outstanding posts, LOCAL_INV chains and fence holds;
+ * these bits say that a post's done() has yet to run, and that a fence is
+ * armed.  One word, so that one read checks both and one atomic arms.
+ */
+#define IB_SLOT_POSTED		BIT(29)
 #define IB_SLOT_FENCE_ARMED	BIT(30)
 
 /* slot->flags */
 enum {
 	IB_SLOT_F_IN_USE,
-	IB_SLOT_F_POSTED,
 };
 
 struct ib_slot_pool {
@@ -1158,8 +1162,8 @@ void ib_slot_put(struct ib_slot *slot)
 	struct ib_slot_qp *sqp = slot->sqp;
 	int avail;
 
-	if (ib_slot_misuse(pool, test_bit(IB_SLOT_F_POSTED, &slot->flags) ||
-			   atomic_read(&slot->busy) & IB_SLOT_FENCE_ARMED))
+	if (ib_slot_misuse(pool, atomic_read(&slot->busy) &
+				 (IB_SLOT_POSTED | IB_SLOT_FENCE_ARMED)))
 		return;
 	if (ib_slot_misuse(pool, !test_and_clear_bit(IB_SLOT_F_IN_USE,
 						     &slot->flags)))
@@ -1304,9 +1308,9 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
-	/* A fenced slot is done posting: its next WR would escape the fence. */
-	if (ib_slot_misuse(pool, test_bit(IB_SLOT_F_POSTED, &slot->flags) ||
-			   atomic_read(&slot->busy) & IB_SLOT_FENCE_ARMED))
+	/* One post at a time, none once fenced: it would escape the fence. */
+	if (ib_slot_misuse(pool, atomic_read(&slot->busy) &
+				 (IB_SLOT_POSTED | IB_SLOT_FENCE_ARMED)))
 		return -EBUSY;
 
 	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS) {
@@ -1347,8 +1351,7 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS)
 		slot->mrs[i].mr->need_inval = true;
 	slot->status = IB_WC_SUCCESS;
-	atomic_inc(&slot->busy);
-	set_bit(IB_SLOT_F_POSTED, &slot->flags);
+	atomic_add(IB_SLOT_POSTED + 1, &slot->busy);
 	ret = ib_post_send(slot->sqp->qp, first, &bad);
 	if (ret && bad != first) {
 		/*
@@ -1359,8 +1362,7 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 		WARN_ONCE(1, "ib_slot: %s: provider rejected a granted post\n",
 			  pool->name);
 	} else if (ret) {
-		clear_bit(IB_SLOT_F_POSTED, &slot->flags);
-		atomic_dec(&slot->busy);
+		atomic_sub(IB_SLOT_POSTED + 1, &slot->busy);
 		return ret;
 	}
 	slot->sq_used += n;
@@ -1417,8 +1419,11 @@ static void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 		first.status = slot->status;
 		wc = &first;
 	}
-	/* done() may post again, or put the slot if no fence is pending. */
-	clear_bit(IB_SLOT_F_POSTED, &slot->flags);
+	/*
+	 * done() may post again, or put the slot if no fence is armed; the
+	 * count stays, so that a fence never runs before done() returns.
+	 */
+	atomic_sub(IB_SLOT_POSTED, &slot->busy);
 	slot->pool->done(slot, wc);
 	/*
 	 * Only a count from here on: if done() put the slot, its next owner
