@@ -3,12 +3,12 @@
  * ib_slot: pooled bundles of MRs, Send Queue credits and a completion
  * callback, so that a ULP cannot overrun its Send Queue or lose a flush.
  *
- * Slots are PD-scoped and come from an sbitmap, fronted by a one-tag cache
- * per CPU; credits are QP-scoped (struct ib_slot_qp).  A get reserves, all
- * or nothing, a slot of the pool and the worst-case Send Queue entries of
- * one slot lifetime on the QP, so a post through the slot always finds
- * room.  Both come back at put, which the ULP may only call once every WR
- * of the slot has completed.
+ * Slots are PD-scoped; unless the ULP's own tags index them, they come
+ * from an sbitmap fronted by a one-tag cache per CPU.  Credits are
+ * QP-scoped (struct ib_slot_qp).  A get reserves, all or nothing, a slot of
+ * the pool and the worst-case Send Queue entries of one slot lifetime on
+ * the QP, so a post through the slot always finds room.  Both come back at
+ * put, which the ULP may only call once every WR of the slot has completed.
  *
  * The fast path (get, post, completion, put) takes no lock and allocates
  * nothing.  Waiters of back-pressure pools live on a FIFO under a spinlock
