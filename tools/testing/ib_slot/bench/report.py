@@ -188,7 +188,12 @@ def e2e(top):
     rounds = sorted({int(p.rsplit("-", 1)[1])
                      for p in glob.glob(os.path.join(base, "stock-[0-9]*"))})
     print("end to end: fio 4 KiB randrw with crc32c verify on rxe, IOPS (read +")
-    print("write), patched / stock per round (runs alternate between the kernels)")
+    if os.environ.get("BENCH_E2E_ICOUNT", "1") == "1":
+        print("write) per guest second under -icount shift=0, i.e. per 10^9 guest")
+        print("instructions: the ratio compares the CPU cost of an I/O in each kernel")
+    else:
+        print("write) on the wall clock of plain TCG (noisy on a shared host)")
+    print("patched / stock per round (runs alternate between the kernels)")
     print()
     print("{:<10} {:>6} {:>12} {:>12}  {:>6} {:>6} {:>6}  {}".format(
         "job", "rounds", "stock IOPS", "patched IOPS", "min", "median", "max", "failed runs"))
