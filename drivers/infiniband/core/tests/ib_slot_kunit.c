@@ -1822,6 +1822,101 @@ static void ib_slot_stress_two_qps(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(env->sqp[1]), 12);
 }
 
+/* ---- two CPUs racing over the per-CPU tag caches ---- */
+
+#define RACE_SLOTS	3
+#define RACE_ITERS	100000
+
+struct tag_race {
+	struct ib_slot_qp	*sqp;
+	atomic_t		owners[RACE_SLOTS];
+	atomic_t		doubles;
+	atomic_t		ready;
+};
+
+struct tag_racer {
+	struct tag_race		*race;
+	unsigned long		got;
+	struct completion	done;
+};
+
+static int tag_racer_fn(void *data)
+{
+	struct tag_racer *r = data;
+	struct tag_race *race = r->race;
+	struct ib_slot *s[2];
+	unsigned int i, j, nr;
+
+	/* Start together, so that the two CPUs overlap. */
+	atomic_inc(&race->ready);
+	while (atomic_read(&race->ready) < 2)
+		cpu_relax();
+	for (i = 0; i < RACE_ITERS; i++) {
+		nr = 1 + (i & 1);
+		if (ib_slot_get_bulk(race->sqp, nr, s))
+			continue;
+		for (j = 0; j < nr; j++)
+			if (atomic_inc_return(&race->owners[s[j]->tag]) != 1)
+				atomic_inc(&race->doubles);
+		r->got += nr;
+		for (j = 0; j < nr; j++) {
+			atomic_dec(&race->owners[s[j]->tag]);
+			ib_slot_put(s[j]);
+		}
+	}
+	complete(&r->done);
+	return 0;
+}
+
+/*
+ * Two CPUs take and put slots of a pool too small for both, so that gets
+ * fail, tags pile up in either CPU's cache and gets steal them: no slot
+ * is ever handed out twice, and afterwards every slot can be taken.
+ */
+static void ib_slot_stress_tag_cache(struct kunit *test)
+{
+	struct ib_slot *all[RACE_SLOTS];
+	struct tag_racer racer[2] = { };
+	struct ib_slot_pool_stats st;
+	struct task_struct *task;
+	struct tag_race race = { };
+	int i, cpu;
+
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two CPUs");
+	test_pool(test, &send_only, RACE_SLOTS, IB_SLOT_BACKPRESSURE, 0);
+	race.sqp = test_qp(test, 0, RACE_SLOTS);
+	cpu = cpumask_first(cpu_online_mask);
+	for (i = 0; i < 2; i++) {
+		racer[i].race = &race;
+		init_completion(&racer[i].done);
+		task = kthread_create(tag_racer_fn, &racer[i], "ib_slot_race/%d",
+				      cpu);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+		kthread_bind(task, cpu);
+		wake_up_process(task);
+		cpu = cpumask_next(cpu, cpu_online_mask);
+	}
+	for (i = 0; i < 2; i++)
+		KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&racer[i].done,
+								  120 * HZ), 0);
+
+	KUNIT_EXPECT_EQ(test, atomic_read(&race.doubles), 0);
+	KUNIT_EXPECT_GT(test, racer[0].got, 0);
+	KUNIT_EXPECT_GT(test, racer[1].got, 0);
+	test_stats(cur_env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_GT(test, st.exhausted, 0);
+	/* No tag was lost in a cache: all of them can be taken at once. */
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(race.sqp, RACE_SLOTS, all), 0);
+	KUNIT_EXPECT_PTR_NE(test, all[0], all[1]);
+	KUNIT_EXPECT_PTR_NE(test, all[1], all[2]);
+	KUNIT_EXPECT_PTR_NE(test, all[0], all[2]);
+	KUNIT_EXPECT_NULL(test, ib_slot_get(race.sqp));
+	for (i = 0; i < RACE_SLOTS; i++)
+		ib_slot_put(all[i]);
+}
+
 /* ---- misuse: each case provokes a warning on purpose ---- */
 
 static u64 misuse_count(struct kunit *test)
@@ -2100,6 +2195,7 @@ static struct kunit_suite ib_slot_cost_test_suite = {
 
 static struct kunit_case ib_slot_stress_test_cases[] = {
 	KUNIT_CASE_SLOW(ib_slot_stress_two_qps),
+	KUNIT_CASE_SLOW(ib_slot_stress_tag_cache),
 	{}
 };
 
