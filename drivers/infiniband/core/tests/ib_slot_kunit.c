@@ -1168,29 +1168,58 @@ static void ib_slot_cancel(struct kunit *test)
 	put_all(&tw[1]);
 }
 
+/* A call made in a kthread of its own; @done completes when it returns. */
+struct test_thread {
+	void			(*fn)(void *arg);
+	void			*arg;
+	struct completion	done;
+};
+
+static int test_thread_fn(void *data)
+{
+	struct test_thread *t = data;
+
+	t->fn(t->arg);
+	complete(&t->done);
+	return 0;
+}
+
+/* Start @fn(@arg) in a kthread, bound to @cpu unless it is negative. */
+static void test_thread_start(struct kunit *test, struct test_thread *t,
+			      void (*fn)(void *arg), void *arg, int cpu)
+{
+	struct task_struct *task;
+
+	t->fn = fn;
+	t->arg = arg;
+	init_completion(&t->done);
+	task = kthread_create(test_thread_fn, t, "ib_slot_kunit/%d", cpu);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	if (cpu >= 0)
+		kthread_bind(task, cpu);
+	wake_up_process(task);
+}
+
 struct sleeper {
 	struct ib_slot_qp	*sqp;
 	struct ib_slot		*slot;
 	struct completion	started;
-	struct completion	done;
 	int			ret;
 };
 
-static int sleeper_fn(void *data)
+static void sleeper_fn(void *data)
 {
 	struct sleeper *s = data;
 
 	complete(&s->started);
 	s->ret = ib_slot_get_wait(s->sqp, 1, &s->slot);
-	complete(&s->done);
-	return 0;
 }
 
 /* The sleeping variant sleeps while the pool is empty and wakes on put. */
 static void ib_slot_sleeping_get(struct kunit *test)
 {
 	struct ib_slot_pool_stats st;
-	struct task_struct *task;
+	struct test_thread t;
 	struct ib_slot_qp *sqp;
 	struct sleeper s = { };
 	struct ib_slot *a;
@@ -1202,9 +1231,7 @@ static void ib_slot_sleeping_get(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, a);
 	s.sqp = sqp;
 	init_completion(&s.started);
-	init_completion(&s.done);
-	task = kthread_run(sleeper_fn, &s, "ib_slot_kunit");
-	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	test_thread_start(test, &t, sleeper_fn, &s, -1);
 	wait_for_completion(&s.started);
 	/* Wait until the sleeper is queued, then check it stays asleep. */
 	for (i = 0; i < 500; i++) {
@@ -1214,27 +1241,18 @@ static void ib_slot_sleeping_get(struct kunit *test)
 		msleep(20);
 	}
 	KUNIT_ASSERT_EQ(test, st.nr_waiters, 1);
-	KUNIT_EXPECT_FALSE(test, completion_done(&s.done));
+	KUNIT_EXPECT_FALSE(test, completion_done(&t.done));
 	ib_slot_put(a);
-	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&s.done, 10 * HZ),
+	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&t.done, 10 * HZ),
 			0);
 	KUNIT_EXPECT_EQ(test, s.ret, 0);
 	KUNIT_EXPECT_PTR_EQ(test, s.slot, a);
 	ib_slot_put(s.slot);
 }
 
-struct remote_put {
-	struct ib_slot		*slot;
-	struct completion	done;
-};
-
-static int remote_put_fn(void *data)
+static void put_fn(void *slot)
 {
-	struct remote_put *rp = data;
-
-	ib_slot_put(rp->slot);
-	complete(&rp->done);
-	return 0;
+	ib_slot_put(slot);
 }
 
 /*
@@ -1246,8 +1264,7 @@ static void ib_slot_tag_cache_steal(struct kunit *test)
 {
 	struct ib_slot *a, *b, *got[2];
 	struct ib_slot_pool_stats st;
-	struct task_struct *task;
-	struct remote_put rp;
+	struct test_thread t;
 	struct ib_slot_qp *sqp;
 	int cpu, other;
 
@@ -1263,13 +1280,8 @@ static void ib_slot_tag_cache_steal(struct kunit *test)
 	cpu = get_cpu();
 	other = cpumask_any_but(cpu_online_mask, cpu);
 	put_cpu();
-	rp.slot = a;
-	init_completion(&rp.done);
-	task = kthread_create(remote_put_fn, &rp, "ib_slot_put/%d", other);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
-	kthread_bind(task, other);
-	wake_up_process(task);
-	wait_for_completion(&rp.done);
+	test_thread_start(test, &t, put_fn, a, other);
+	wait_for_completion(&t.done);
 
 	/* Both tags are now cached, one on each CPU; the sbitmap is full. */
 	preempt_disable();
@@ -1577,18 +1589,9 @@ static void ib_slot_reuse_after_flush(struct kunit *test)
 	ib_slot_put(slot);
 }
 
-struct destroyer {
-	struct ib_slot_pool	*pool;
-	struct completion	done;
-};
-
-static int destroyer_fn(void *data)
+static void destroy_fn(void *pool)
 {
-	struct destroyer *d = data;
-
-	ib_slot_pool_destroy(d->pool);
-	complete(&d->done);
-	return 0;
+	ib_slot_pool_destroy(pool);
 }
 
 /* Destroy waits for the slot still out, and finishes once it is put. */
@@ -1600,17 +1603,17 @@ static void ib_slot_destroy_waits(struct kunit *test)
 	};
 	struct test_env *env = test->priv;
 	struct ib_qp_init_attr qattr = { .qp_type = IB_QPT_RC };
-	struct destroyer d = { };
-	struct task_struct *task;
+	struct ib_slot_pool *pool;
+	struct test_thread d;
 	struct ib_slot_qp *sqp;
 	struct ib_slot *slot;
 	struct ib_qp *qp;
 	u32 nr_cqe;
 
 	attr.pd = env->pd;
-	d.pool = ib_slot_pool_create(&attr);
-	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, d.pool);
-	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(d.pool, 2, &qattr, &nr_cqe), 0);
+	pool = ib_slot_pool_create(&attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, pool);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(pool, 2, &qattr, &nr_cqe), 0);
 	env->cq = ib_alloc_cq(&env->fdev->ibdev, NULL, nr_cqe, 0,
 			      IB_POLL_DIRECT);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->cq);
@@ -1620,14 +1623,12 @@ static void ib_slot_destroy_waits(struct kunit *test)
 	qattr.recv_cq = env->cq;
 	qp = ib_create_qp(env->pd, &qattr);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
-	sqp = ib_slot_qp_attach(d.pool, qp, &qattr.cap);
+	sqp = ib_slot_qp_attach(pool, qp, &qattr.cap);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sqp);
 	slot = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, slot);
 
-	init_completion(&d.done);
-	task = kthread_run(destroyer_fn, &d, "ib_slot_destroy");
-	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	test_thread_start(test, &d, destroy_fn, pool, -1);
 	KUNIT_EXPECT_EQ(test, wait_for_completion_timeout(&d.done, HZ / 5), 0);
 	ib_slot_put(slot);
 	KUNIT_EXPECT_NE(test, wait_for_completion_timeout(&d.done, 10 * HZ), 0);
@@ -1837,10 +1838,10 @@ struct tag_race {
 struct tag_racer {
 	struct tag_race		*race;
 	unsigned long		got;
-	struct completion	done;
+	struct test_thread	thread;
 };
 
-static int tag_racer_fn(void *data)
+static void tag_racer_fn(void *data)
 {
 	struct tag_racer *r = data;
 	struct tag_race *race = r->race;
@@ -1864,8 +1865,6 @@ static int tag_racer_fn(void *data)
 			ib_slot_put(s[j]);
 		}
 	}
-	complete(&r->done);
-	return 0;
 }
 
 /*
@@ -1878,7 +1877,6 @@ static void ib_slot_stress_tag_cache(struct kunit *test)
 	struct ib_slot *all[RACE_SLOTS];
 	struct tag_racer racer[2] = { };
 	struct ib_slot_pool_stats st;
-	struct task_struct *task;
 	struct tag_race race = { };
 	int i, cpu;
 
@@ -1889,17 +1887,14 @@ static void ib_slot_stress_tag_cache(struct kunit *test)
 	cpu = cpumask_first(cpu_online_mask);
 	for (i = 0; i < 2; i++) {
 		racer[i].race = &race;
-		init_completion(&racer[i].done);
-		task = kthread_create(tag_racer_fn, &racer[i], "ib_slot_race/%d",
-				      cpu);
-		KUNIT_ASSERT_FALSE(test, IS_ERR(task));
-		kthread_bind(task, cpu);
-		wake_up_process(task);
+		test_thread_start(test, &racer[i].thread, tag_racer_fn,
+				  &racer[i], cpu);
 		cpu = cpumask_next(cpu, cpu_online_mask);
 	}
 	for (i = 0; i < 2; i++)
-		KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&racer[i].done,
-								  120 * HZ), 0);
+		KUNIT_ASSERT_NE(test,
+				wait_for_completion_timeout(&racer[i].thread.done,
+							    120 * HZ), 0);
 
 	KUNIT_EXPECT_EQ(test, atomic_read(&race.doubles), 0);
 	KUNIT_EXPECT_GT(test, racer[0].got, 0);
@@ -2104,8 +2099,8 @@ static void ib_slot_misuse_get_dying(struct kunit *test)
 	struct test_env *env = test->priv;
 	struct ib_qp_init_attr qattr = { .qp_type = IB_QPT_RC };
 	struct ib_slot_pool_stats ps;
-	struct destroyer d = { };
-	struct task_struct *task;
+	struct ib_slot_pool *pool;
+	struct test_thread d;
 	struct ib_slot_qp *sqp;
 	struct ib_slot *a;
 	struct ib_qp *qp;
@@ -2113,9 +2108,9 @@ static void ib_slot_misuse_get_dying(struct kunit *test)
 	int i;
 
 	attr.pd = env->pd;
-	d.pool = ib_slot_pool_create(&attr);
-	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, d.pool);
-	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(d.pool, 2, &qattr, &nr_cqe), 0);
+	pool = ib_slot_pool_create(&attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, pool);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(pool, 2, &qattr, &nr_cqe), 0);
 	env->cq = ib_alloc_cq(&env->fdev->ibdev, NULL, nr_cqe, 0,
 			      IB_POLL_DIRECT);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->cq);
@@ -2125,23 +2120,21 @@ static void ib_slot_misuse_get_dying(struct kunit *test)
 	qattr.recv_cq = env->cq;
 	qp = ib_create_qp(env->pd, &qattr);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
-	sqp = ib_slot_qp_attach(d.pool, qp, &qattr.cap);
+	sqp = ib_slot_qp_attach(pool, qp, &qattr.cap);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sqp);
 	a = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, a);
 
-	init_completion(&d.done);
-	task = kthread_run(destroyer_fn, &d, "ib_slot_destroy");
-	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
+	test_thread_start(test, &d, destroy_fn, pool, -1);
 	/* Exhausted gets fail quietly; once destroy has begun, they warn. */
 	for (i = 0; i < 500; i++) {
 		KUNIT_EXPECT_NULL(test, ib_slot_get(sqp));
-		ib_slot_pool_get_stats(d.pool, &ps);
+		ib_slot_pool_get_stats(pool, &ps);
 		if (ps.misuse)
 			break;
 		msleep(20);
 	}
-	ib_slot_pool_get_stats(d.pool, &ps);
+	ib_slot_pool_get_stats(pool, &ps);
 	KUNIT_EXPECT_EQ(test, ps.misuse, 1);
 	KUNIT_EXPECT_EQ(test, ps.in_use, 1);
 	ib_slot_put(a);
