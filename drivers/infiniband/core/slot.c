@@ -128,16 +128,19 @@ static void ib_slot_trace(struct ib_slot_pool *pool,
 	      atomic_read(&pool->nr_waiters));
 }
 
-/* Take @n from @v if it holds at least @n; never leaves @v below zero. */
-static bool ib_slot_take(atomic_t *v, int n)
+/*
+ * Take @n from @v if it holds at least @n; never leaves @v below zero.
+ * Returns what @v holds after, or -1 if it held less than @n.
+ */
+static int ib_slot_take(atomic_t *v, int n)
 {
 	int old = atomic_read(v);
 
 	do {
 		if (old < n)
-			return false;
+			return -1;
 	} while (!atomic_try_cmpxchg_acquire(v, &old, old - n));
-	return true;
+	return old - n;
 }
 
 /* Add @n to @v if the sum stays at most @limit. */
@@ -752,10 +755,12 @@ static __always_inline int ib_slot_try_get(struct ib_slot_qp *sqp,
 {
 	struct ib_slot_pool *pool = sqp->pool;
 	unsigned int i;
+	int avail;
 
 	if (!ib_slot_add_below(&sqp->nr_held, nr, sqp->fair_share))
 		return -EBUSY;
-	if (!ib_slot_take(&pool->avail, nr)) {
+	avail = ib_slot_take(&pool->avail, nr);
+	if (avail < 0) {
 		atomic_sub(nr, &sqp->nr_held);
 		return -ENOSPC;
 	}
@@ -764,7 +769,7 @@ static __always_inline int ib_slot_try_get(struct ib_slot_qp *sqp,
 		set_bit(IB_SLOT_F_IN_USE, &slots[i]->flags);
 		ib_slot_bind(sqp, slots[i]);
 	}
-	ib_slot_note_use(pool, atomic_read(&pool->avail));
+	ib_slot_note_use(pool, avail);
 	return 0;
 }
 
