@@ -7,6 +7,7 @@
 
 #include <linux/completion.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <rdma/ib_verbs.h>
 
 struct ib_slot;
@@ -93,6 +94,8 @@ struct ib_slot_cost {
  * @fair_share: most slots one QP may hold at once (0: no limit)
  * @priv_size: bytes of ULP context per slot, see ib_slot_priv()
  * @name: name in debugfs and in messages
+ * @resume_in_work: run every waiter's resume from a work item, also those
+ *	that a put grants, for ULPs whose resume sleeps
  * @done: called once per ib_slot_post(), when its last WR completes or is
  *	flushed; @wc->status is the first error of the post, if any
  */
@@ -105,6 +108,7 @@ struct ib_slot_pool_attr {
 	u32			fair_share;
 	size_t			priv_size;
 	const char		*name;
+	bool			resume_in_work;
 	void (*done)(struct ib_slot *slot, const struct ib_wc *wc);
 };
 
@@ -124,9 +128,9 @@ struct ib_slot_mr {
 /**
  * struct ib_slot - one request's MRs, Send Queue credits and completion
  * @cqe: carried by the last (signaled) WR of every post; drives @done
- * @aux_cqe: carried by the other WRs of a post, so that their flush or
- *	error completions are attributed and never dropped
- * @inv_cqe: carried by the LOCAL_INV WRs posted by ib_slot_fence()
+ * @aux_cqe: carried by the unsignaled WRs of a post or a fence, so that
+ *	their flush or error completions are attributed and never dropped
+ * @inv_cqe: carried by the last, signaled, LOCAL_INV of ib_slot_fence()
  * @pool: owning pool
  * @sqp: the QP the slot is bound to between get and put
  * @mrs: @nr_mrs MRs, rkey-side first
@@ -139,6 +143,8 @@ struct ib_slot_mr {
  *	to run and while a fence is armed
  * @flags: %IB_SLOT_F_* bits
  * @status: first error status of the current post
+ * @fence_status: status of the armed fence's LOCAL_INV chain
+ * @recycle: on the pool's list of slots whose MRs are replaced
  * @fenced: callback of the armed ib_slot_fence()
  *
  * A slot lives from ib_slot_get() to ib_slot_put(), and every WR posted
@@ -158,7 +164,9 @@ struct ib_slot {
 	atomic_t		busy;
 	unsigned long		flags;
 	enum ib_wc_status	status;
-	void (*fenced)(struct ib_slot *slot);
+	enum ib_wc_status	fence_status;
+	struct llist_node	recycle;
+	void (*fenced)(struct ib_slot *slot, enum ib_wc_status status);
 };
 
 /**
@@ -167,10 +175,13 @@ struct ib_slot {
  * @sqp: QP the slots are for
  * @nr: number of slots wanted, all or nothing
  * @slots: filled with @nr slots before @resume runs
- * @error: 0, or -ESHUTDOWN when the pool is destroyed
- * @resume: called once the slots are granted, in the context of the
- *	ib_slot_put() that freed them, with no pool lock held; the waiters a
- *	put within @resume grants are resumed after @resume returns
+ * @error: 0, or -ESHUTDOWN when the pool is destroyed or the QP detached
+ * @resume: called once the slots are granted, with no pool lock held:
+ *	from the ib_slot_put() that freed them, or from a work item if the
+ *	grant was made elsewhere (a cancel, a detach, a failed get) or the
+ *	pool resumes in work; never from inside ib_slot_get(),
+ *	ib_slot_get_or_wait() or ib_slot_cancel_wait().  The waiters a put
+ *	within @resume grants are resumed after @resume returns
  */
 struct ib_slot_waiter {
 	struct list_head	entry;
@@ -193,6 +204,7 @@ struct ib_slot_waiter {
  * @misuse: API misuses caught (each also warned once)
  * @remote_inv: rkeys invalidated by the peer, sparing a LOCAL_INV
  * @local_inv: LOCAL_INV WRs posted
+ * @recycled: MRs replaced because a fence's LOCAL_INV failed or was flushed
  */
 struct ib_slot_pool_stats {
 	u32	nr_slots;
@@ -205,6 +217,7 @@ struct ib_slot_pool_stats {
 	u64	misuse;
 	u64	remote_inv;
 	u64	local_inv;
+	u64	recycled;
 };
 
 int ib_slot_profile_cost(struct ib_device *dev,
@@ -241,7 +254,8 @@ bool ib_slot_rdma_needs_mr(const struct ib_slot *slot,
 			   enum dma_data_direction dir, u32 sg_cnt);
 int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr);
 int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
-		  void (*fenced)(struct ib_slot *slot));
+		  void (*fenced)(struct ib_slot *slot,
+				 enum ib_wc_status status));
 
 /* The ULP context follows the slot, cache-line aligned. */
 static inline void *ib_slot_priv(struct ib_slot *slot)

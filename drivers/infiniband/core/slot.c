@@ -44,6 +44,8 @@ static_assert(sizeof_field(struct ib_slot, mapped) * BITS_PER_BYTE >=
 /* slot->flags */
 enum {
 	IB_SLOT_F_IN_USE,
+	/* A LOCAL_INV of the armed fence failed: its rkeys may be live. */
+	IB_SLOT_F_RECYCLE,
 };
 
 struct ib_slot_pool {
@@ -53,6 +55,7 @@ struct ib_slot_pool {
 	struct ib_slot_cost	cost;
 	enum ib_slot_policy	policy;
 	bool			indexed;
+	bool			resume_in_work;
 	bool			dying;
 	u32			nr_slots;
 	u32			fair_share;
@@ -75,14 +78,21 @@ struct ib_slot_pool {
 	/* Slow path: waiters, attached QPs, counters. */
 	spinlock_t		lock;
 	struct list_head	waiters;
+	/* Granted where resuming is not allowed; resume_work resumes them. */
+	struct list_head	granted;
 	struct list_head	qps;
 	u32			scan_gen;
+	struct work_struct	resume_work;
+	/* Fenced slots whose rkey MRs must be replaced before fenced(). */
+	struct llist_head	recycle;
+	struct delayed_work	recycle_work;
 	atomic64_t		exhausted;
 	atomic64_t		waits;
 	atomic64_t		resumed;
 	atomic64_t		misuse;
 	atomic64_t		remote_inv;
 	atomic64_t		local_inv;
+	atomic64_t		recycled;
 
 	int			id;
 	char			name[32];
@@ -92,6 +102,11 @@ struct ib_slot_pool {
 struct ib_slot_qp {
 	struct ib_slot_pool	*pool;
 	struct ib_qp		*qp;
+	/* Copied at attach: debugfs never dereferences @qp. */
+	u32			qp_num;
+	/* What the QP accepts, checked before every doorbell. */
+	u32			max_send_sge;
+	u32			max_read_sge;
 	struct list_head	entry;
 	/* Each slot holds pool->cost.sqes credits: no separate count. */
 	atomic_t		nr_held;
@@ -265,6 +280,11 @@ EXPORT_SYMBOL(ib_slot_profile_cost);
 static void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc);
 static void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc);
 static void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc);
+static void ib_slot_resume_work(struct work_struct *work);
+static void ib_slot_recycle_work(struct work_struct *work);
+static void ib_slot_scan_waiters(struct ib_slot_pool *pool,
+				 struct list_head *ready);
+static void ib_slot_defer(struct ib_slot_pool *pool, struct list_head *ready);
 
 static void ib_slot_free_mrs(struct ib_slot_pool *pool)
 {
@@ -275,6 +295,21 @@ static void ib_slot_free_mrs(struct ib_slot_pool *pool)
 		if (pool->mrs[i].mr)
 			ib_dereg_mr(pool->mrs[i].mr);
 	kvfree(pool->mrs);
+}
+
+/* MR @i of a slot: the rkey-side MRs of an integrity profile are PI MRs. */
+static bool ib_slot_mr_pi(const struct ib_slot_pool *pool, unsigned int i)
+{
+	return pool->profile.integrity && i < pool->profile.nr_rkey_mrs;
+}
+
+static struct ib_mr *ib_slot_new_mr(struct ib_slot_pool *pool, bool pi)
+{
+	u32 pages = pool->profile.max_pages_per_mr;
+
+	if (pi)
+		return ib_alloc_mr_integrity(pool->pd, pages, pages);
+	return ib_alloc_mr(pool->pd, IB_MR_TYPE_MEM_REG, pages);
 }
 
 static int ib_slot_alloc_mrs(struct ib_slot_pool *pool)
@@ -296,16 +331,9 @@ static int ib_slot_alloc_mrs(struct ib_slot_pool *pool)
 		slot->mrs = &pool->mrs[tag * per_slot];
 		slot->nr_mrs = per_slot;
 		for (i = 0; i < per_slot; i++) {
-			bool pi = p->integrity && i < p->nr_rkey_mrs;
-			struct ib_mr *mr;
+			bool pi = ib_slot_mr_pi(pool, i);
+			struct ib_mr *mr = ib_slot_new_mr(pool, pi);
 
-			if (pi)
-				mr = ib_alloc_mr_integrity(pool->pd,
-							   p->max_pages_per_mr,
-							   p->max_pages_per_mr);
-			else
-				mr = ib_alloc_mr(pool->pd, IB_MR_TYPE_MEM_REG,
-						 p->max_pages_per_mr);
 			if (IS_ERR(mr))
 				return PTR_ERR(mr);
 			slot->mrs[i].mr = mr;
@@ -350,12 +378,13 @@ static int ib_slot_pool_show(struct seq_file *s, void *unused)
 		   st.nr_waiters, st.exhausted, st.waits, st.resumed);
 	seq_printf(s, "misuse: %llu\nremote_inv: %llu\nlocal_inv: %llu\n",
 		   st.misuse, st.remote_inv, st.local_inv);
+	seq_printf(s, "recycled: %llu\n", st.recycled);
 	seq_printf(s, "cost: sqes %u cqes %u rqes %u\n", pool->cost.sqes,
 		   pool->cost.cqes, pool->cost.rqes);
 	spin_lock_bh(&pool->lock);
 	list_for_each_entry(sqp, &pool->qps, entry)
 		seq_printf(s, "qp %u: slots %d credits_out %u/%u\n",
-			   sqp->qp->qp_num, atomic_read(&sqp->nr_held),
+			   sqp->qp_num, atomic_read(&sqp->nr_held),
 			   atomic_read(&sqp->nr_held) * pool->cost.sqes,
 			   sqp->sq_depth);
 	spin_unlock_bh(&pool->lock);
@@ -365,7 +394,6 @@ DEFINE_SHOW_ATTRIBUTE(ib_slot_pool);
 
 static void ib_slot_pool_free(struct ib_slot_pool *pool)
 {
-	debugfs_remove(pool->debugfs);
 	if (pool->id >= 0)
 		ida_free(&ib_slot_ida, pool->id);
 	if (pool->mrs)
@@ -426,6 +454,7 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	pool->cost = cost;
 	pool->policy = attr->policy;
 	pool->indexed = attr->indexed;
+	pool->resume_in_work = attr->resume_in_work;
 	pool->nr_slots = attr->nr_slots;
 	pool->fair_share = attr->fair_share ?: attr->nr_slots;
 	pool->done = attr->done;
@@ -435,7 +464,11 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	atomic_set(&pool->avail, attr->nr_slots);
 	spin_lock_init(&pool->lock);
 	INIT_LIST_HEAD(&pool->waiters);
+	INIT_LIST_HEAD(&pool->granted);
 	INIT_LIST_HEAD(&pool->qps);
+	INIT_WORK(&pool->resume_work, ib_slot_resume_work);
+	init_llist_head(&pool->recycle);
+	INIT_DELAYED_WORK(&pool->recycle_work, ib_slot_recycle_work);
 	pool->id = ida_alloc(&ib_slot_ida, GFP_KERNEL);
 	snprintf(pool->name, sizeof(pool->name), "%s-%d",
 		 attr->name ?: "pool", pool->id);
@@ -480,14 +513,41 @@ out_free:
 }
 EXPORT_SYMBOL(ib_slot_pool_create);
 
+/*
+ * Say which slots a destroy is waiting for, and on which QPs: a ULP that
+ * leaked one otherwise leaves a task in D state and nothing to go on.
+ */
+static void ib_slot_report_held(struct ib_slot_pool *pool)
+{
+	unsigned int shown = 0;
+	u32 tag;
+
+	spin_lock_bh(&pool->lock);
+	for (tag = 0; tag < pool->nr_slots && shown < 8; tag++) {
+		struct ib_slot *slot = ib_slot_at(pool, tag);
+		/* Detach frees a QP's account only after taking the lock. */
+		struct ib_slot_qp *sqp = READ_ONCE(slot->sqp);
+
+		if (!test_bit(IB_SLOT_F_IN_USE, &slot->flags))
+			continue;
+		dev_warn(&pool->dev->dev,
+			 "ib_slot: %s: destroy waits for slot %u (QP %u, busy %#x)\n",
+			 pool->name, tag, sqp ? sqp->qp_num : 0,
+			 atomic_read(&slot->busy));
+		shown++;
+	}
+	spin_unlock_bh(&pool->lock);
+}
+
 /**
  * ib_slot_pool_destroy - destroy a pool once all its slots are back
  * @pool: pool from ib_slot_pool_create(), or %NULL
  *
  * New gets fail from now on (with a warning: they are a ULP bug), queued
  * waiters are resumed with -ESHUTDOWN, and the call waits until every slot
- * was put.  QPs still attached are detached.  Call it after ib_drain_qp()
- * on the QPs that used the pool, so that every post has completed.
+ * was put; every ten seconds meanwhile it logs which slots are still
+ * held.  QPs still attached are detached.  Call it after ib_drain_qp() on
+ * the QPs that used the pool, so that every post has completed.
  *
  * Context: Process context; sleeps until all slots are put.
  */
@@ -501,6 +561,8 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 		return;
 	might_sleep();
 	ib_slot_trace(pool, trace_ib_slot_pool_destroy);
+	/* Waits for readers: nothing it shows is freed under them. */
+	debugfs_remove(pool->debugfs);
 
 	spin_lock_bh(&pool->lock);
 	WRITE_ONCE(pool->dying, true);
@@ -512,10 +574,22 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 		w->error = -ESHUTDOWN;
 		w->resume(w);
 	}
+	/* Waiters granted before we came own slots: let them have them. */
+	flush_work(&pool->resume_work);
 
 	/* Pairs with the atomic_inc_return_release() in ib_slot_put(). */
-	wait_var_event(&pool->avail,
-		       atomic_read_acquire(&pool->avail) == pool->nr_slots);
+	while (!wait_var_event_timeout(&pool->avail,
+				       atomic_read_acquire(&pool->avail) ==
+				       pool->nr_slots, 10 * HZ))
+		ib_slot_report_held(pool);
+	/*
+	 * The last put may still be reading the pool, and the last
+	 * completion the slot it put; both do so under rcu_read_lock().
+	 */
+	synchronize_rcu();
+	/* Fences recycle before fenced() and the put: nothing is queued. */
+	cancel_delayed_work_sync(&pool->recycle_work);
+	cancel_work_sync(&pool->resume_work);
 
 	/* Slots are all back, so no waiter or slot refers to them. */
 	list_for_each_entry_safe(sqp, stmp, &pool->qps, entry)
@@ -545,6 +619,7 @@ void ib_slot_pool_get_stats(struct ib_slot_pool *pool,
 	stats->misuse = atomic64_read(&pool->misuse);
 	stats->remote_inv = atomic64_read(&pool->remote_inv);
 	stats->local_inv = atomic64_read(&pool->local_inv);
+	stats->recycled = atomic64_read(&pool->recycled);
 }
 EXPORT_SYMBOL(ib_slot_pool_get_stats);
 
@@ -636,6 +711,13 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 		return ERR_PTR(-ENOMEM);
 	sqp->pool = pool;
 	sqp->qp = qp;
+	sqp->qp_num = qp->qp_num;
+	sqp->max_send_sge = granted->max_send_sge;
+	/* As rdma_rw: an RDMA READ is bounded by both limits. */
+	sqp->max_read_sge = pool->dev->attrs.max_sge_rd ?
+			    min_t(u32, granted->max_send_sge,
+				  pool->dev->attrs.max_sge_rd) :
+			    granted->max_send_sge;
 	sqp->sq_depth = depth;
 	/* Caps the credits too: @fits slots' worth fit in @depth. */
 	sqp->fair_share = min(fits, pool->fair_share);
@@ -650,14 +732,18 @@ EXPORT_SYMBOL(ib_slot_qp_attach);
  * ib_slot_qp_detach - end a QP's use of a pool
  * @sqp: from ib_slot_qp_attach(); %NULL is ignored
  *
- * Every slot taken for the QP must have been put; waiters for it must have
- * been cancelled.
+ * Every slot taken for the QP must have been put.  Waiters still queued
+ * for it are resumed, from this call, with -ESHUTDOWN; waiters of other
+ * QPs they held back are resumed from a work item.
  *
  * Context: Process context.
  */
 void ib_slot_qp_detach(struct ib_slot_qp *sqp)
 {
+	struct ib_slot_waiter *w, *tmp;
 	struct ib_slot_pool *pool;
+	LIST_HEAD(gone);
+	LIST_HEAD(ready);
 
 	if (!sqp)
 		return;
@@ -665,8 +751,22 @@ void ib_slot_qp_detach(struct ib_slot_qp *sqp)
 	if (ib_slot_misuse(pool, atomic_read(&sqp->nr_held)))
 		return;
 	spin_lock_bh(&pool->lock);
+	list_for_each_entry_safe(w, tmp, &pool->waiters, entry) {
+		if (w->sqp != sqp)
+			continue;
+		list_move_tail(&w->entry, &gone);
+		atomic_dec(&pool->nr_waiters);
+	}
 	list_del(&sqp->entry);
+	if (!list_empty(&gone))
+		ib_slot_scan_waiters(pool, &ready);
 	spin_unlock_bh(&pool->lock);
+	ib_slot_defer(pool, &ready);
+	list_for_each_entry_safe(w, tmp, &gone, entry) {
+		list_del_init(&w->entry);
+		w->error = -ESHUTDOWN;
+		w->resume(w);
+	}
 	kfree(sqp);
 }
 EXPORT_SYMBOL(ib_slot_qp_detach);
@@ -745,9 +845,9 @@ static void ib_slot_free_tag(struct ib_slot_pool *pool, int tag)
  * Reserve @nr slots for @sqp, all or nothing.  Returns 0, -EBUSY when the
  * QP is at its fair share, which also bounds its credits (see
  * ib_slot_qp_attach()), or -ENOSPC when the pool is short of slots.  A
- * failure leaves nothing taken, but may have hidden resources from a
- * concurrent caller for a moment; the caller then kicks the waiters
- * (ib_slot_kick()).
+ * failure leaves nothing taken, but -ENOSPC may have hidden the QP's
+ * credits from a concurrent scan for a moment; the caller then kicks the
+ * waiters (ib_slot_kick()).
  */
 static __always_inline int ib_slot_try_get(struct ib_slot_qp *sqp,
 					   unsigned int nr,
@@ -771,6 +871,17 @@ static __always_inline int ib_slot_try_get(struct ib_slot_qp *sqp,
 	}
 	ib_slot_note_use(pool, avail);
 	return 0;
+}
+
+static void ib_slot_resume_one(struct ib_slot_waiter *w)
+{
+	/* Nested grants may come from another pool. */
+	struct ib_slot_pool *pool = w->sqp->pool;
+
+	list_del_init(&w->entry);
+	atomic64_inc(&pool->resumed);
+	ib_slot_trace(pool, trace_ib_slot_resume);
+	w->resume(w);
 }
 
 /*
@@ -798,14 +909,8 @@ static void ib_slot_resume_all(struct ib_slot_pool *pool,
 	}
 	this_cpu_write(ib_slot_resuming, ready);
 	while ((w = list_first_entry_or_null(ready, struct ib_slot_waiter,
-					     entry))) {
-		list_del_init(&w->entry);
-		/* Nested grants may come from another pool. */
-		pool = w->sqp->pool;
-		atomic64_inc(&pool->resumed);
-		ib_slot_trace(pool, trace_ib_slot_resume);
-		w->resume(w);
-	}
+					     entry)))
+		ib_slot_resume_one(w);
 	this_cpu_write(ib_slot_resuming, NULL);
 	local_bh_enable();
 }
@@ -839,33 +944,64 @@ static void ib_slot_scan_waiters(struct ib_slot_pool *pool,
 	}
 }
 
+/*
+ * Hand waiters granted in a context that must not resume them (a get, a
+ * cancel, a detach) to the pool's work item.  Their slots are theirs
+ * already; only the call of resume() waits.
+ */
+static void ib_slot_defer(struct ib_slot_pool *pool, struct list_head *ready)
+{
+	if (list_empty(ready))
+		return;
+	spin_lock_bh(&pool->lock);
+	list_splice_tail_init(ready, &pool->granted);
+	spin_unlock_bh(&pool->lock);
+	queue_work(ib_comp_unbound_wq, &pool->resume_work);
+}
+
+static void ib_slot_resume_work(struct work_struct *work)
+{
+	struct ib_slot_pool *pool = container_of(work, struct ib_slot_pool,
+						 resume_work);
+	struct ib_slot_waiter *w;
+	LIST_HEAD(ready);
+
+	spin_lock_bh(&pool->lock);
+	list_splice_init(&pool->granted, &ready);
+	spin_unlock_bh(&pool->lock);
+	/*
+	 * In process context with BHs on, so a resume may sleep.  The puts
+	 * of a resume queue their grants here again or resume them in a
+	 * loop of their own: no nesting beyond one level.
+	 */
+	while ((w = list_first_entry_or_null(&ready, struct ib_slot_waiter,
+					     entry)))
+		ib_slot_resume_one(w);
+}
+
 /* More slots than the QP may ever hold at once, or none. */
 static bool ib_slot_bad_nr(const struct ib_slot_qp *sqp, unsigned int nr)
 {
 	return !nr || nr > sqp->fair_share;
 }
 
-/* Grant what the waiters can have; resume them once the lock is dropped. */
-static void ib_slot_grant(struct ib_slot_pool *pool)
-{
-	LIST_HEAD(ready);
-
-	spin_lock_bh(&pool->lock);
-	ib_slot_scan_waiters(pool, &ready);
-	spin_unlock_bh(&pool->lock);
-	ib_slot_resume_all(pool, &ready);
-}
-
-/* Resources came back: hand them to waiters, if there are any. */
-static void ib_slot_kick(struct ib_slot_pool *pool)
+/*
+ * Resources came back: grant them to waiters, if there are any.  Only a
+ * put resumes the waiters it grants itself (ib_slot_put()); every other
+ * caller hands them to the work item (ib_slot_defer()).
+ */
+static void ib_slot_kick(struct ib_slot_pool *pool, struct list_head *ready)
 {
 	/*
 	 * Pairs with the smp_mb() in ib_slot_get_or_wait(): either it sees
 	 * the resources we returned, or we see its waiter.
 	 */
 	smp_mb__after_atomic();
-	if (unlikely(atomic_read(&pool->nr_waiters)))
-		ib_slot_grant(pool);
+	if (likely(!atomic_read(&pool->nr_waiters)))
+		return;
+	spin_lock_bh(&pool->lock);
+	ib_slot_scan_waiters(pool, ready);
+	spin_unlock_bh(&pool->lock);
 }
 
 /*
@@ -885,14 +1021,21 @@ static __always_inline int ib_slot_get_fast(struct ib_slot_qp *sqp,
 	if (ib_slot_misuse(pool, pool->indexed))
 		return -EINVAL;
 	/* Queued waiters go first: no barging, no starvation. */
-	if (atomic_read(&pool->nr_waiters))
+	if (atomic_read(&pool->nr_waiters)) {
 		ret = -ENOSPC;
-	else
+	} else {
 		ret = ib_slot_try_get(sqp, nr, slots);
+		/* Our credits, held for a moment, may have failed a scan. */
+		if (unlikely(ret == -ENOSPC)) {
+			LIST_HEAD(ready);
+
+			ib_slot_kick(pool, &ready);
+			ib_slot_defer(pool, &ready);
+		}
+	}
 	if (ret) {
 		atomic64_inc(&pool->exhausted);
 		ib_slot_trace(pool, trace_ib_slot_exhausted);
-		ib_slot_kick(pool);
 	}
 	return ret;
 }
@@ -907,7 +1050,8 @@ static __always_inline int ib_slot_get_fast(struct ib_slot_qp *sqp,
  * depth it sized the pool for: it warns.  In a back-pressure pool the
  * caller queues a waiter (ib_slot_get_or_wait()) and stops processing.
  *
- * Context: Any context.  Does not sleep.
+ * Context: Process or softirq context; the slow path takes the pool's
+ * lock with BHs off.  Does not sleep.
  * Return: a slot, or %NULL if none (or no credit) is available.
  */
 struct ib_slot *ib_slot_get(struct ib_slot_qp *sqp)
@@ -935,7 +1079,8 @@ EXPORT_SYMBOL(ib_slot_get);
  * For a request that needs several rkeys.  Never leaves a partial
  * allocation behind.
  *
- * Context: Any context.  Does not sleep.
+ * Context: Process or softirq context; the slow path takes the pool's
+ * lock with BHs off.  Does not sleep.
  * Return: 0, or -EAGAIN if @nr slots (or their credits) are not available
  * now, -EINVAL if they never can be.
  */
@@ -996,7 +1141,8 @@ EXPORT_SYMBOL(ib_slot_from_tag);
  * them.  No wakeup is lost: resources returned while @w is being queued are
  * seen by the queueing or by the put.
  *
- * Context: Any context.  Does not sleep.
+ * Context: Process or softirq context; the slow path takes the pool's
+ * lock with BHs off.  Does not sleep.
  * Return: 0 if @w->slots were filled now, -EAGAIN if @w was queued, -EINVAL
  * if @w->nr slots can never be granted to the QP, -ESHUTDOWN if the pool
  * is being destroyed.
@@ -1008,6 +1154,7 @@ int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 	LIST_HEAD(ready);
 	int ret;
 
+	lockdep_assert_not_held(&pool->lock);
 	if (ib_slot_bad_nr(w->sqp, w->nr))
 		return -EINVAL;
 	ret = ib_slot_get_fast(w->sqp, w->nr, w->slots);
@@ -1041,7 +1188,8 @@ int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 		atomic64_inc(&pool->waits);
 		ib_slot_trace(pool, trace_ib_slot_wait);
 	}
-	ib_slot_resume_all(pool, &ready);
+	/* Waiters ahead of @w, granted by a put that raced with us. */
+	ib_slot_defer(pool, &ready);
 	return ret;
 }
 EXPORT_SYMBOL(ib_slot_get_or_wait);
@@ -1050,7 +1198,8 @@ EXPORT_SYMBOL(ib_slot_get_or_wait);
  * ib_slot_cancel_wait - take a queued waiter off its pool
  * @w: a waiter queued by ib_slot_get_or_wait()
  *
- * Context: Any context.  Does not sleep.
+ * Context: Process or softirq context; the slow path takes the pool's
+ * lock with BHs off.  Does not sleep.
  * Return: %true if @w was still queued and will not be resumed; %false if
  * it was already granted, so its resume has run or is about to run and
  * owns @w->slots.
@@ -1076,7 +1225,7 @@ bool ib_slot_cancel_wait(struct ib_slot_waiter *w)
 		ib_slot_scan_waiters(pool, &ready);
 	}
 	spin_unlock_bh(&pool->lock);
-	ib_slot_resume_all(pool, &ready);
+	ib_slot_defer(pool, &ready);
 	return queued;
 }
 EXPORT_SYMBOL(ib_slot_cancel_wait);
@@ -1165,6 +1314,7 @@ void ib_slot_put(struct ib_slot *slot)
 {
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_slot_qp *sqp = slot->sqp;
+	LIST_HEAD(ready);
 	int avail;
 
 	if (ib_slot_misuse(pool, atomic_read(&slot->busy) &
@@ -1179,16 +1329,25 @@ void ib_slot_put(struct ib_slot *slot)
 	atomic_dec(&sqp->nr_held);
 	if (!pool->indexed)
 		ib_slot_free_tag(pool, slot->tag);
+	/*
+	 * Once the slot is back, a destroy may free the pool: it waits for
+	 * this read-side section (synchronize_rcu()) before it does.
+	 */
+	rcu_read_lock();
 	/* Pairs with the atomic_read_acquire() in ib_slot_pool_destroy(). */
 	avail = atomic_inc_return_release(&pool->avail);
 	if (unlikely(READ_ONCE(pool->dying))) {
 		if (avail == pool->nr_slots)
 			wake_up_var(&pool->avail);
-		return;
+	} else if (!pool->indexed) {
+		/* Indexed pools refuse waiters (ib_slot_get_fast()). */
+		ib_slot_kick(pool, &ready);
+		if (unlikely(pool->resume_in_work))
+			ib_slot_defer(pool, &ready);
 	}
-	/* Indexed pools refuse waiters (ib_slot_get_fast()). */
-	if (!pool->indexed)
-		ib_slot_kick(pool);
+	rcu_read_unlock();
+	/* The slots the waiters were granted keep @pool alive. */
+	ib_slot_resume_all(pool, &ready);
 }
 EXPORT_SYMBOL(ib_slot_put);
 
@@ -1207,8 +1366,9 @@ EXPORT_SYMBOL(ib_slot_put);
  * cannot reach the new buffer.
  *
  * Context: Any context.
- * Return: the number of @sg entries mapped, or -EINVAL for a bad @idx or a
- * slot not in use, or the error of ib_map_mr_sg().
+ * Return: the number of @sg entries mapped, -EINVAL for a bad @idx or a
+ * slot not in use, -EBUSY while a post or fence of the slot is
+ * outstanding, or the error of ib_map_mr_sg().
  */
 int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 		   struct scatterlist *sg, int sg_nents,
@@ -1220,6 +1380,10 @@ int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 	if (ib_slot_misuse(slot->pool, idx >= slot->nr_mrs ||
 			   !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
+	/* The WRs of an outstanding post or fence are the device's now. */
+	if (ib_slot_misuse(slot->pool, atomic_read(&slot->busy) &
+				       (IB_SLOT_POSTED | IB_SLOT_FENCE_ARMED)))
+		return -EBUSY;
 	smr = &slot->mrs[idx];
 	n = ib_map_mr_sg(smr->mr, sg, sg_nents, sg_offset, PAGE_SIZE);
 	if (n <= 0)
@@ -1285,6 +1449,67 @@ bool ib_slot_rdma_needs_mr(const struct ib_slot *slot,
 }
 EXPORT_SYMBOL(ib_slot_rdma_needs_mr);
 
+/* The index of the slot MR whose REG_MR or LOCAL_INV @wr is, or -1. */
+static int ib_slot_wr_mr(const struct ib_slot *slot,
+			 const struct ib_send_wr *wr)
+{
+	const void *p = wr, *mrs = slot->mrs;
+
+	if (p < mrs || p >= mrs + slot->nr_mrs * sizeof(*slot->mrs))
+		return -1;
+	return (p - mrs) / sizeof(*slot->mrs);
+}
+
+/*
+ * The provider refused @bad and what follows it.  Nothing refused can
+ * complete, and what it took is unsignaled: no done() comes, so the slot
+ * is still ours.  An MR whose REG_MR went out may hold its new key and
+ * is invalidated before reuse; the others keep their mapping for a retry.
+ * The refused WRs give their units back; the accepted ones stay charged,
+ * as the Send Queue frees them only with a later signaled completion.
+ */
+static void ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
+			   const struct ib_send_wr *bad, unsigned long mapped,
+			   unsigned long had_key, u32 n)
+{
+	struct ib_slot_pool *pool = slot->pool;
+	struct ib_send_wr *wr;
+	u32 inv = 0;
+	int i;
+
+	for (wr = first; wr && wr != bad; wr = wr->next) {
+		n -= ib_slot_wr_units(pool, wr);
+		i = ib_slot_wr_mr(slot, wr);
+		if (i < 0)
+			continue;
+		if (wr->opcode == IB_WR_LOCAL_INV)
+			inv++;
+		else
+			__clear_bit(i, &mapped);
+	}
+	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS)
+		slot->mrs[i].mr->need_inval = test_bit(i, &had_key);
+	slot->mapped = mapped;
+	slot->sq_used -= n;
+	if (inv)
+		atomic64_add(inv, &pool->local_inv);
+	atomic_sub(IB_SLOT_POSTED + 1, &slot->busy);
+	if (bad != first)
+		dev_warn_ratelimited(&pool->dev->dev,
+				     "ib_slot: %s: provider took part of a post\n",
+				     pool->name);
+}
+
+/* Whether the QP accepts @wr: refused here, it never reaches the doorbell. */
+static bool ib_slot_wr_fits(const struct ib_slot_qp *sqp,
+			    const struct ib_send_wr *wr)
+{
+	u32 max = wr->opcode == IB_WR_RDMA_READ ? sqp->max_read_sge :
+						   sqp->max_send_sge;
+
+	return wr->num_sge <= max;
+}
+
 /**
  * ib_slot_post - post a chain of WRs through a slot
  * @slot: the slot, with no post outstanding
@@ -1294,20 +1519,24 @@ EXPORT_SYMBOL(ib_slot_rdma_needs_mr);
  * the last post, then @wr.  Every WR carries a completion entry of the
  * slot; only the last one is signaled, and the pool's done callback runs
  * once when it completes or is flushed.  The chain is charged against the
- * slot's credits, reserved at get, so the provider never lacks room.
+ * slot's credits, reserved at get, so the provider never lacks room, and
+ * checked against what the QP accepts before the doorbell.
+ *
+ * The post may complete, and done() put the slot, before this returns:
+ * once the chain is handed over, this touches neither @slot nor its pool.
  *
  * Context: Any context.
  * Return: 0, -EBUSY if a post is outstanding, -ENOSPC if the chain exceeds
  * the slot's profile, -EINVAL if the slot is not in use, the chain is empty
- * or holds an opcode the device cannot post, or the provider's error if it
- * rejected the whole chain.
+ * or holds a WR the QP cannot take (opcode, SGE count), or the provider's
+ * error if it refused the chain; then nothing of the chain is outstanding.
  */
 int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 {
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_send_wr *first = NULL, **tail = &first, *last;
+	unsigned long mapped = slot->mapped, had_key = 0;
 	const struct ib_send_wr *bad;
-	unsigned long mapped = slot->mapped;
 	u32 i, n = 0, inv = 0;
 	int ret;
 
@@ -1323,6 +1552,7 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 
 		if (smr->mr->need_inval) {
 			ib_slot_chain(pool, &tail, &smr->inv_wr, &n);
+			__set_bit(i, &had_key);
 			inv++;
 		}
 		ib_slot_chain(pool, &tail, &smr->reg_wr.wr, &n);
@@ -1331,7 +1561,8 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	for (*tail = wr; wr; wr = wr->next) {
 		u32 units = ib_slot_wr_units(pool, wr);
 
-		if (ib_slot_misuse(pool, !units))
+		if (ib_slot_misuse(pool, !units ||
+				   !ib_slot_wr_fits(slot->sqp, wr)))
 			return -EINVAL;
 		n += units;
 		wr->wr_cqe = &slot->aux_cqe;
@@ -1349,34 +1580,75 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	last->send_flags |= IB_SEND_SIGNALED;
 
 	/*
-	 * A registered MR is valid until invalidated; set before the post,
-	 * as its completion may mark it unknown (ib_slot_wc_error()) before
-	 * ib_post_send() returns.
+	 * Everything of the post is written before the doorbell: its
+	 * completion may run done(), and done() put the slot for its next
+	 * owner, before ib_post_send() returns.  A registered MR is valid
+	 * until invalidated.
 	 */
 	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS)
 		slot->mrs[i].mr->need_inval = true;
 	slot->status = IB_WC_SUCCESS;
-	atomic_add(IB_SLOT_POSTED + 1, &slot->busy);
-	ret = ib_post_send(slot->sqp->qp, first, &bad);
-	if (ret && bad != first) {
-		/*
-		 * Part of the chain is on the wire but not its signaled tail:
-		 * no completion will ever retire it.  Credits make this
-		 * impossible unless the provider misreports its room.
-		 */
-		WARN_ONCE(1, "ib_slot: %s: provider rejected a granted post\n",
-			  pool->name);
-	} else if (ret) {
-		atomic_sub(IB_SLOT_POSTED + 1, &slot->busy);
-		return ret;
-	}
 	slot->sq_used += n;
 	slot->mapped = 0;
 	if (inv)
 		atomic64_add(inv, &pool->local_inv);
+	atomic_add(IB_SLOT_POSTED + 1, &slot->busy);
+	ret = ib_post_send(slot->sqp->qp, first, &bad);
+	if (unlikely(ret)) {
+		if (inv)
+			atomic64_sub(inv, &pool->local_inv);
+		ib_slot_unpost(slot, first, bad, mapped, had_key, n);
+	}
 	return ret;
 }
 EXPORT_SYMBOL(ib_slot_post);
+
+/*
+ * The fence's LOCAL_INV chain failed or was flushed, so its rkeys may be
+ * live: replace the MRs, in process context, before fenced() may let the
+ * memory go.  An allocation that fails is retried; meanwhile the fence
+ * stays armed and the slot held, so nothing reuses the memory.
+ */
+static void ib_slot_recycle_work(struct work_struct *work)
+{
+	struct ib_slot_pool *pool = container_of(to_delayed_work(work),
+						 struct ib_slot_pool,
+						 recycle_work);
+	struct llist_node *list = llist_del_all(&pool->recycle);
+	struct ib_slot *slot, *tmp;
+	unsigned int i;
+
+	list = llist_reverse_order(list);
+	llist_for_each_entry_safe(slot, tmp, list, recycle) {
+		for (i = 0; i < pool->profile.nr_rkey_mrs; i++) {
+			struct ib_slot_mr *smr = &slot->mrs[i];
+			struct ib_mr *mr;
+
+			if (!smr->mr->need_inval)
+				continue;
+			mr = ib_slot_new_mr(pool, ib_slot_mr_pi(pool, i));
+			if (IS_ERR(mr))
+				break;
+			/* Deregistering kills the rkey, valid or not. */
+			ib_dereg_mr(smr->mr);
+			smr->mr = mr;
+			smr->reg_wr.mr = mr;
+			atomic64_inc(&pool->recycled);
+		}
+		if (i < pool->profile.nr_rkey_mrs) {
+			dev_warn_ratelimited(&pool->dev->dev,
+					     "ib_slot: %s: no memory to replace an MR; retrying\n",
+					     pool->name);
+			llist_add(&slot->recycle, &pool->recycle);
+			queue_delayed_work(ib_comp_unbound_wq,
+					   &pool->recycle_work, HZ / 10);
+			continue;
+		}
+		clear_bit(IB_SLOT_F_RECYCLE, &slot->flags);
+		atomic_set(&slot->busy, 0);
+		slot->fenced(slot, slot->fence_status);
+	}
+}
 
 /*
  * A post, LOCAL_INV chain or fence hold of @slot retired; the last one
@@ -1385,12 +1657,19 @@ EXPORT_SYMBOL(ib_slot_post);
  */
 static void ib_slot_unbusy(struct ib_slot *slot)
 {
+	struct ib_slot_pool *pool = slot->pool;
+
 	/* Pairs with the smp_mb__before_atomic() in ib_slot_fence(). */
 	if (atomic_dec_return(&slot->busy) != IB_SLOT_FENCE_ARMED)
 		return;
+	if (unlikely(test_bit(IB_SLOT_F_RECYCLE, &slot->flags))) {
+		llist_add(&slot->recycle, &pool->recycle);
+		queue_delayed_work(ib_comp_unbound_wq, &pool->recycle_work, 0);
+		return;
+	}
 	/* Nothing is outstanding and a fenced slot posts no more. */
 	atomic_set(&slot->busy, 0);
-	slot->fenced(slot);
+	slot->fenced(slot, slot->fence_status);
 }
 
 /* Keep the first error of a chain: the rest are flushes it caused. */
@@ -1427,7 +1706,10 @@ static void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 	/*
 	 * done() may post again, or put the slot if no fence is armed; the
 	 * count stays, so that a fence never runs before done() returns.
+	 * If done() put the slot, a destroy may free the pool once it is
+	 * back: it waits for this read-side section first.
 	 */
+	rcu_read_lock();
 	atomic_sub(IB_SLOT_POSTED, &slot->busy);
 	slot->pool->done(slot, wc);
 	/*
@@ -1435,8 +1717,14 @@ static void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 	 * balances its own posts, and whoever reaches zero runs the fence.
 	 */
 	ib_slot_unbusy(slot);
+	rcu_read_unlock();
 }
 
+/*
+ * The signaled tail of a fence.  The LOCAL_INVs before it are unsignaled
+ * and carry aux_cqe: a QP flushes everything after an error in order, so
+ * this one fails if any of them did, and it is the only one that counts.
+ */
 static void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot,
@@ -1445,9 +1733,11 @@ static void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc)
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		unsigned int i;
 
-		/* The rkeys may still be valid: invalidate before reuse. */
+		slot->fence_status = wc->status;
+		/* The rkeys may still be valid: replace them before fenced(). */
 		for (i = 0; i < slot->pool->profile.nr_rkey_mrs; i++)
 			slot->mrs[i].mr->need_inval = true;
+		set_bit(IB_SLOT_F_RECYCLE, &slot->flags);
 	}
 	ib_slot_unbusy(slot);
 }
@@ -1463,25 +1753,30 @@ static struct ib_mr *ib_slot_inv_mr(struct ib_slot *slot,
  * @slot: a slot of a pool whose profile fences synchronously
  * @wc: the Receive completion of the peer's reply, or %NULL
  * @fenced: called once every rkey MR of @slot is invalid and every post of
- *	@slot has completed
+ *	@slot has completed, with the status of the LOCAL_INV chain
  *
  * If the peer invalidated an rkey itself (%IB_WC_WITH_INVALIDATE in @wc),
  * that MR needs no LOCAL_INV.  The others are invalidated by a chain of
- * LOCAL_INV WRs posted from the slot's credits.  @fenced may run before
- * this returns.  The caller puts the slot from @fenced, not before.
+ * LOCAL_INV WRs posted from the slot's credits.  If that chain fails or is
+ * flushed (the QP went to error), the MRs are replaced by fresh ones from
+ * a work item before @fenced runs, so that @fenced never runs while an
+ * rkey of the slot is live, also then.  @fenced may run before this
+ * returns.  The caller puts the slot from @fenced, not before.
  *
  * Context: Any context.
- * Return: 0, -EINVAL if @slot is not in use, -EBUSY if a fence is already
- * armed, or the provider's error (then @fenced is not called).
+ * Return: 0 once the fence is armed (@fenced will run, with
+ * %IB_WC_WR_FLUSH_ERR if the QP refused the chain), -EINVAL if @slot is
+ * not in use, -EBUSY if a fence is already armed, -ENOSPC if the slot's
+ * credits cannot hold the chain; then @fenced is not called.
  */
 int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
-		  void (*fenced)(struct ib_slot *slot))
+		  void (*fenced)(struct ib_slot *slot,
+				 enum ib_wc_status status))
 {
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL, *wr;
 	u32 i, n = 0, nr_inv = 0;
 	const struct ib_send_wr *bad;
-	int ret = 0;
 
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
@@ -1501,19 +1796,22 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 			continue;
 		}
 		smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;
-		smr->inv_wr.wr_cqe = &slot->inv_cqe;
+		smr->inv_wr.wr_cqe = &slot->aux_cqe;
 		smr->inv_wr.send_flags = 0;
 		ib_slot_chain(pool, &tail, &smr->inv_wr, &n);
 		last = &smr->inv_wr;
 		nr_inv++;
 	}
 	*tail = NULL;
+	if (nr_inv && ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes))
+		return -ENOSPC;
 
 	/*
 	 * Arm with a hold of our own, so that no completion runs @fenced
 	 * before the LOCAL_INVs are posted.
 	 */
 	slot->fenced = fenced;
+	slot->fence_status = IB_WC_SUCCESS;
 	/*
 	 * Pairs with atomic_dec_return() in ib_slot_unbusy(): whoever finds
 	 * the fence armed finds @fenced.
@@ -1521,31 +1819,30 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 	smp_mb__before_atomic();
 	atomic_add(IB_SLOT_FENCE_ARMED + 1, &slot->busy);
 	if (nr_inv) {
-		if (ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes)) {
-			ret = -ENOSPC;
-			goto out;
-		}
+		/* One count for the chain: only its tail completes for sure. */
+		last->wr_cqe = &slot->inv_cqe;
 		last->send_flags = IB_SEND_SIGNALED;
 		/* Before the post: its completion may report them unknown. */
 		for (wr = first; wr; wr = wr->next)
 			ib_slot_inv_mr(slot, wr)->need_inval = false;
-		atomic_inc(&slot->busy);
-		ret = ib_post_send(slot->sqp->qp, first, &bad);
-		if (ret) {
-			for (wr = first; wr; wr = wr->next)
-				ib_slot_inv_mr(slot, wr)->need_inval = true;
-			atomic_dec(&slot->busy);
-			goto out;
-		}
 		slot->sq_used += n;
 		atomic64_add(nr_inv, &pool->local_inv);
+		atomic_inc(&slot->busy);
+		if (unlikely(ib_post_send(slot->sqp->qp, first, &bad))) {
+			/*
+			 * A QP that refuses the chain is dead or dying: its
+			 * rkeys stay as they were, so replace the MRs as for
+			 * a flush.  Our hold keeps the slot ours meanwhile.
+			 */
+			for (wr = first; wr; wr = wr->next)
+				ib_slot_inv_mr(slot, wr)->need_inval = true;
+			slot->fence_status = IB_WC_WR_FLUSH_ERR;
+			set_bit(IB_SLOT_F_RECYCLE, &slot->flags);
+			atomic_dec(&slot->busy);
+		}
 	}
 	ib_slot_unbusy(slot);
 	return 0;
-out:
-	/* Our hold kept the fence from running: disarm it. */
-	atomic_sub(IB_SLOT_FENCE_ARMED + 1, &slot->busy);
-	return ret;
 }
 EXPORT_SYMBOL(ib_slot_fence);
 

@@ -9,6 +9,7 @@
 #include <kunit/test.h>
 #include <kunit/test-bug.h>
 #include <linux/delay.h>
+#include <linux/iopoll.h>
 #include <linux/kthread.h>
 #include <linux/prandom.h>
 #include <linux/scatterlist.h>
@@ -21,6 +22,7 @@ struct fake_wqe {
 	enum ib_wr_opcode	opcode;
 	bool			signaled;
 	u32			inv_rkey;
+	u32			key;	/* registered by a REG_MR */
 	u16			units;
 };
 
@@ -50,6 +52,8 @@ struct fake_ibdev {
 	u32			sq_grant_cut;	/* granted = requested - cut */
 	bool			bb_model;	/* REG_MR 3 units, LOCAL_INV 2 */
 	u32			wr_limit;	/* largest max_send_wr, 0: any */
+	u32			reject_wr;	/* refuse the nth WR of a post */
+	u32			complete_in_post; /* posts done inside post_send */
 };
 
 struct fake_pd {
@@ -223,16 +227,30 @@ static void fake_push_wc(struct fake_ibdev *fdev, struct ib_cqe *cqe,
 	};
 }
 
+static void fake_complete(struct fake_qp *fqp, u32 n,
+			  enum ib_wc_status status);
+
+/*
+ * A QP in the error state takes WRs and flushes them at once.  With
+ * complete_in_post set, a post completes and its CQ is polled before
+ * ib_post_send() returns, as a fast device on another CPU can do.
+ */
 static int fake_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 			  const struct ib_send_wr **bad_wr)
 {
 	struct fake_ibdev *fdev = to_fdev(qp->device);
 	struct fake_qp *fqp = to_fqp(qp);
+	u32 nth = 0;
 
 	for (; wr; wr = wr->next) {
 		u16 units = fake_units(fdev, wr->opcode);
 		struct fake_wqe *wqe;
 
+		if (++nth == fdev->reject_wr) {
+			fdev->reject_wr = 0;
+			*bad_wr = wr;
+			return -EINVAL;
+		}
 		if (fqp->used + units > fqp->cap) {
 			fdev->sq_overflow++;
 			*bad_wr = wr;
@@ -243,11 +261,20 @@ static int fake_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 		wqe->opcode = wr->opcode;
 		wqe->signaled = wr->send_flags & IB_SEND_SIGNALED;
 		wqe->inv_rkey = wr->ex.invalidate_rkey;
+		wqe->key = wr->opcode == IB_WR_REG_MR ? reg_wr(wr)->key : 0;
 		wqe->units = units;
 		fqp->used += units;
 		fdev->posted++;
 		if (wr->opcode == IB_WR_LOCAL_INV)
 			fdev->posted_inv++;
+	}
+	if (fqp->error) {
+		fake_complete(fqp, U32_MAX, IB_WC_WR_FLUSH_ERR);
+	} else if (fdev->complete_in_post) {
+		fdev->complete_in_post--;
+		fake_complete(fqp, U32_MAX, IB_WC_SUCCESS);
+		while (ib_process_cq_direct(qp->send_cq, 64) > 0)
+			;
 	}
 	return 0;
 }
@@ -313,6 +340,7 @@ static void fake_complete_all(struct fake_qp *fqp)
 struct test_req {
 	unsigned int		done;
 	unsigned int		fenced;
+	enum ib_wc_status	fence_status;
 	enum ib_wc_status	status;
 	int			seq;
 };
@@ -325,6 +353,10 @@ struct test_env {
 	struct ib_qp		*qp[2];
 	struct ib_slot_qp	*sqp[2];
 	unsigned int		nr_done;
+	/* done() puts the slot, and then maps the next owner's from reget. */
+	bool			put_in_done;
+	struct scatterlist	*reget;
+	struct ib_slot		*regot;
 };
 
 /*
@@ -399,13 +431,23 @@ static void test_done(struct ib_slot *slot, const struct ib_wc *wc)
 	req->done++;
 	req->status = wc->status;
 	cur_env->nr_done++;
+	if (!cur_env->put_in_done)
+		return;
+	ib_slot_put(slot);
+	if (!cur_env->reget)
+		return;
+	cur_env->regot = ib_slot_get(cur_env->sqp[0]);
+	if (cur_env->regot)
+		ib_slot_map_mr(cur_env->regot, 0, cur_env->reget, 1, NULL,
+			       IB_ACCESS_REMOTE_READ);
 }
 
-static void test_fenced(struct ib_slot *slot)
+static void test_fenced(struct ib_slot *slot, enum ib_wc_status status)
 {
 	struct test_req *req = ib_slot_priv(slot);
 
 	req->fenced++;
+	req->fence_status = status;
 }
 
 static int ib_slot_test_init(struct kunit *test)
@@ -516,6 +558,15 @@ static void test_poll(struct kunit *test)
 
 	while (ib_process_cq_direct(env->cq, 64) > 0)
 		;
+}
+
+/* Wait, 2 s at most, for work the core queued (recycling, resumes). */
+static bool test_wait_set(const unsigned int *v)
+{
+	unsigned int x;
+
+	return !read_poll_timeout(READ_ONCE, x, x, 20 * USEC_PER_MSEC,
+				  2 * USEC_PER_SEC, false, *v);
 }
 
 static struct test_req *req_of(struct ib_slot *slot)
@@ -999,7 +1050,7 @@ struct test_waiter {
 	int			*order;
 	int			*pos;
 	int			id;
-	int			resumed;
+	unsigned int		resumed;
 };
 
 static void test_resume(struct ib_slot_waiter *w)
@@ -1589,6 +1640,239 @@ static void ib_slot_reuse_after_flush(struct kunit *test)
 	ib_slot_put(slot);
 }
 
+/*
+ * The device may complete a post before ib_slot_post() returns, and done()
+ * may put the slot and its next owner map it at once: nothing of the post
+ * may reach the slot after the doorbell.
+ */
+static void ib_slot_post_races_completion(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	struct ib_slot_pool_stats st;
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+
+	sg_init_one(&sg, env, 64);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+
+	/* done() puts: the MR keeps the key its REG_MR registered. */
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	map_all(test, slot, &sg);
+	env->put_in_done = true;
+	env->fdev->complete_in_post = 1;
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_ASSERT_EQ(test, last_wqe(fqp, 2)->opcode, IB_WR_REG_MR);
+	KUNIT_EXPECT_EQ(test, slot->mrs[0].mr->rkey, last_wqe(fqp, 2)->key);
+
+	/* done() puts, and the next owner maps the same slot again. */
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	map_all(test, slot, &sg);
+	env->reget = &sg;
+	env->fdev->complete_in_post = 1;
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
+	KUNIT_ASSERT_PTR_EQ(test, env->regot, slot);
+	env->put_in_done = false;
+	KUNIT_EXPECT_EQ(test, slot->sq_used, 0);
+	KUNIT_EXPECT_EQ(test, slot->mapped, 1);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
+	KUNIT_EXPECT_EQ(test, last_wqe(fqp, 2)->opcode, IB_WR_REG_MR);
+	KUNIT_EXPECT_EQ(test, last_wqe(fqp, 2)->key, ib_slot_rkey(slot, 0));
+	fake_complete_all(fqp);
+	test_poll(test);
+	ib_slot_put(slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
+}
+
+static const struct ib_slot_profile three_rkeys = {
+	.nr_rkey_mrs = 3, .max_pages_per_mr = 16, .nr_sends = 1,
+	.fence = IB_SLOT_FENCE_SYNC,
+};
+
+/*
+ * A fence of three LOCAL_INVs that the QP flushes: three completions, one
+ * count, and the rkeys may be live, so fenced() runs only once the MRs
+ * are replaced, and learns the status.  The pool then serves the QP that
+ * replaces the dead one, with fresh MRs that need no LOCAL_INV.
+ */
+static void ib_slot_fence_flushed_counts(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_mr *old[3];
+	struct ib_send_wr send;
+	struct ib_slot_pool_stats st;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+	unsigned int i, mrs;
+	u32 base;
+
+	test_pool(test, &three_rkeys, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+	mrs = env->fdev->nr_mrs;
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_ASSERT_EQ(test, req_of(slot)->done, 1);
+	for (i = 0; i < 3; i++)
+		old[i] = slot->mrs[i].mr;
+
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, NULL, test_fenced), 0);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 0);
+	fake_fail(fqp, IB_WC_WR_FLUSH_ERR);
+	KUNIT_EXPECT_EQ(test, env->fdev->wc_tail - env->fdev->wc_head, 3);
+	test_poll(test);
+	KUNIT_EXPECT_TRUE(test, test_wait_set(&req_of(slot)->fenced));
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fence_status, IB_WC_WR_FLUSH_ERR);
+	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
+	for (i = 0; i < 3; i++) {
+		KUNIT_EXPECT_PTR_NE(test, slot->mrs[i].mr, old[i]);
+		KUNIT_EXPECT_FALSE(test, slot->mrs[i].mr->need_inval);
+	}
+	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs);
+	ib_slot_put(slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.recycled, 3);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+
+	/* Reconnected: fresh MRs register without a LOCAL_INV first. */
+	fqp->error = false;
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	base = fqp->tail;
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail - base, 4);
+	KUNIT_EXPECT_EQ(test, env->fdev->posted_inv, 3);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->status, IB_WC_SUCCESS);
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, NULL, test_fenced), 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 2);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fence_status, IB_WC_SUCCESS);
+	ib_slot_put(slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
+}
+
+/*
+ * A provider that takes the head of a chain and refuses the rest leaves a
+ * slot that is not wedged: it can be put, and the pool destroyed.
+ */
+static void ib_slot_partial_post(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr send;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	env->fdev->reject_wr = 2;
+	KUNIT_EXPECT_EQ(test, post_reg_send(test, slot, &send), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fqp->tail, 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
+	/* The REG_MR went out: the key it registered must be invalidated. */
+	KUNIT_EXPECT_TRUE(test, slot->mrs[0].mr->need_inval);
+	KUNIT_EXPECT_EQ(test, slot->mapped, 0);
+	ib_slot_put(slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+
+	/* The whole chain refused: nothing changed, the post can be retried. */
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	env->fdev->reject_wr = 1;
+	KUNIT_EXPECT_EQ(test, post_reg_send(test, slot, &send), -EINVAL);
+	KUNIT_EXPECT_EQ(test, slot->sq_used, 0);
+	KUNIT_EXPECT_EQ(test, slot->mapped, 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_post(slot, &send), 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	ib_slot_put(slot);
+}
+
+/*
+ * Cancelling the waiter at the head lets the one behind it go, but its
+ * resume must not run inside the cancel: the canceller may hold a lock
+ * the resume takes.
+ */
+static void ib_slot_cancel_defers_resume(struct kunit *test)
+{
+	struct test_waiter big, small;
+	int order[2], pos = 0;
+	struct ib_slot *held[2];
+	struct ib_slot_qp *sqp;
+
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 2);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 1, held), 0);
+	waiter_init(&big, sqp, 2, 0, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&big.w), -EAGAIN);
+	waiter_init(&small, sqp, 1, 1, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&small.w), -EAGAIN);
+	KUNIT_EXPECT_TRUE(test, ib_slot_cancel_wait(&big.w));
+	KUNIT_EXPECT_EQ(test, small.resumed, 0);
+	KUNIT_EXPECT_TRUE(test, test_wait_set(&small.resumed));
+	KUNIT_EXPECT_EQ(test, small.resumed, 1);
+	KUNIT_EXPECT_EQ(test, big.resumed, 0);
+	put_all(&small);
+	ib_slot_put(held[0]);
+}
+
+/* Detaching a QP resumes its queued waiters with -ESHUTDOWN. */
+static void ib_slot_detach_cancels_waiters(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct test_waiter tw;
+	int order[1], pos = 0;
+	struct ib_slot_pool_stats st;
+	struct ib_slot_qp *sa, *sb;
+	struct ib_slot *b;
+
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	sa = test_qp(test, 0, 1);
+	sb = test_qp(test, 1, 1);
+	b = ib_slot_get(sb);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	waiter_init(&tw, sa, 1, 0, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&tw.w), -EAGAIN);
+	kunit_remove_action(test, ib_slot_qp_detach_action, sa);
+	ib_slot_qp_detach(sa);
+	KUNIT_EXPECT_EQ(test, tw.resumed, 1);
+	KUNIT_EXPECT_EQ(test, tw.w.error, -ESHUTDOWN);
+	/* The put scans the waiters: none of them refers to the old QP. */
+	ib_slot_put(b);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+}
+
 static void destroy_fn(void *pool)
 {
 	ib_slot_pool_destroy(pool);
@@ -1683,9 +1967,15 @@ static void stress_check(struct kunit *test, struct stress *st, int step)
 	struct ib_slot_pool_stats ps;
 	unsigned int q, i, waiting = 0, outstanding = 0;
 
-	ib_slot_pool_get_stats(env->pool, &ps);
-	for (i = 0; i < STRESS_WAITERS; i++)
-		waiting += st->waiting[i];
+	/* Waiters a get or a cancel granted are resumed from a work item. */
+	for (q = 0; q < 100; q++) {
+		ib_slot_pool_get_stats(env->pool, &ps);
+		for (i = 0, waiting = 0; i < STRESS_WAITERS; i++)
+			waiting += READ_ONCE(st->waiting[i]);
+		if (ps.nr_waiters == waiting)
+			break;
+		msleep(20);
+	}
 	KUNIT_ASSERT_EQ_MSG(test, env->fdev->sq_overflow, 0, "step %d", step);
 	KUNIT_ASSERT_EQ_MSG(test, env->fdev->cq_overflow, 0, "step %d", step);
 	KUNIT_ASSERT_EQ_MSG(test, ps.in_use, st->nr_held[0] + st->nr_held[1],
@@ -2168,6 +2458,21 @@ static struct kunit_case ib_slot_test_cases[] = {
 	{}
 };
 
+static struct kunit_case ib_slot_lifetime_test_cases[] = {
+	KUNIT_CASE(ib_slot_post_races_completion),
+	KUNIT_CASE(ib_slot_partial_post),
+	KUNIT_CASE(ib_slot_cancel_defers_resume),
+	KUNIT_CASE(ib_slot_detach_cancels_waiters),
+	KUNIT_CASE(ib_slot_fence_flushed_counts),
+	{}
+};
+
+static struct kunit_suite ib_slot_lifetime_test_suite = {
+	.name = "ib_slot_lifetime",
+	.init = ib_slot_test_init,
+	.test_cases = ib_slot_lifetime_test_cases,
+};
+
 static struct kunit_suite ib_slot_test_suite = {
 	.name = "ib_slot",
 	.init = ib_slot_test_init,
@@ -2220,7 +2525,8 @@ static struct kunit_suite ib_slot_misuse_test_suite = {
 };
 
 kunit_test_suites(&ib_slot_test_suite, &ib_slot_cost_test_suite,
-		  &ib_slot_stress_test_suite, &ib_slot_misuse_test_suite);
+		  &ib_slot_stress_test_suite, &ib_slot_lifetime_test_suite,
+		  &ib_slot_misuse_test_suite);
 
 MODULE_DESCRIPTION("KUnit tests for ib_slot pools");
 MODULE_LICENSE("GPL");

@@ -117,7 +117,7 @@ static void rsk_slot_done(struct ib_slot *slot, const struct ib_wc *wc)
 	atomic_inc(&ctx->dones);
 }
 
-static void rsk_fenced(struct ib_slot *slot)
+static void rsk_fenced(struct ib_slot *slot, enum ib_wc_status status)
 {
 	atomic_inc(&((struct rsk_slot *)ib_slot_priv(slot))->ctx->fenced);
 }

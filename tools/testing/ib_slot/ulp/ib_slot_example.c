@@ -374,7 +374,7 @@ static void ex_conn_put(struct ex_conn *conn)
  * ib_slot_get() cannot fail while at most "depth" requests are in flight.
  */
 
-static void ex_client_fenced(struct ib_slot *slot);
+static void ex_client_fenced(struct ib_slot *slot, enum ib_wc_status status);
 
 /* The number of the next request, or 0 if the run is over. */
 static u32 ex_client_claim(struct ex_conn *conn)
@@ -477,14 +477,14 @@ static void ex_client_finish(struct ib_slot *slot, const struct ib_wc *wc)
 	ex_inc(EX_C_FENCES);
 	if (!ib_slot_fence(slot, wc, ex_client_fenced))
 		return;
-	/* The QP refused the LOCAL_INV: it is dead, its next use has one. */
+	/* Refused before the post: done() or the put below finishes it. */
 	if (req->sent)
-		ex_client_fenced(slot);
+		ex_client_fenced(slot, IB_WC_GENERAL_ERR);
 	else
 		req->fencing = false;	/* done() finishes it */
 }
 
-static void ex_client_fenced(struct ib_slot *slot)
+static void ex_client_fenced(struct ib_slot *slot, enum ib_wc_status status)
 {
 	struct ex_creq *req = ib_slot_priv(slot);
 	struct ex_conn *conn = req->conn;
