@@ -513,6 +513,18 @@ out_free:
 }
 EXPORT_SYMBOL(ib_slot_pool_create);
 
+/* Resume waiters that will never be granted: pool or QP going away. */
+static void ib_slot_shut_out(struct list_head *list)
+{
+	struct ib_slot_waiter *w, *tmp;
+
+	list_for_each_entry_safe(w, tmp, list, entry) {
+		list_del_init(&w->entry);
+		w->error = -ESHUTDOWN;
+		w->resume(w);
+	}
+}
+
 /*
  * Say which slots a destroy is waiting for, and on which QPs: a ULP that
  * leaked one otherwise leaves a task in D state and nothing to go on.
@@ -553,7 +565,6 @@ static void ib_slot_report_held(struct ib_slot_pool *pool)
  */
 void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 {
-	struct ib_slot_waiter *w, *tmp;
 	struct ib_slot_qp *sqp, *stmp;
 	LIST_HEAD(ready);
 
@@ -569,11 +580,7 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 	list_splice_init(&pool->waiters, &ready);
 	atomic_set(&pool->nr_waiters, 0);
 	spin_unlock_bh(&pool->lock);
-	list_for_each_entry_safe(w, tmp, &ready, entry) {
-		list_del_init(&w->entry);
-		w->error = -ESHUTDOWN;
-		w->resume(w);
-	}
+	ib_slot_shut_out(&ready);
 	/* Waiters granted before we came own slots: let them have them. */
 	flush_work(&pool->resume_work);
 
@@ -762,11 +769,7 @@ void ib_slot_qp_detach(struct ib_slot_qp *sqp)
 		ib_slot_scan_waiters(pool, &ready);
 	spin_unlock_bh(&pool->lock);
 	ib_slot_defer(pool, &ready);
-	list_for_each_entry_safe(w, tmp, &gone, entry) {
-		list_del_init(&w->entry);
-		w->error = -ESHUTDOWN;
-		w->resume(w);
-	}
+	ib_slot_shut_out(&gone);
 	kfree(sqp);
 }
 EXPORT_SYMBOL(ib_slot_qp_detach);
