@@ -14,8 +14,11 @@ struct ib_slot;
 struct ib_slot_pool;
 struct ib_slot_qp;
 
-/* The most MRs one slot may bundle; keeps a post's chain on the stack. */
-#define IB_SLOT_MAX_MRS		16
+/*
+ * The most MRs one slot may bundle: an SRP command of max_sect=131072 on a
+ * device without SG_GAPS needs 34.
+ */
+#define IB_SLOT_MAX_MRS		64
 
 /**
  * enum ib_slot_policy - what a pool does when it runs out of slots
@@ -50,7 +53,11 @@ enum ib_slot_fence {
  * @nr_lkey_mrs: MRs used as local sink or source of an RDMA operation
  *	(the iWARP RDMA READ sink); each costs LOCAL_INV, REG_MR and one RDMA
  *	WR
- * @max_pages_per_mr: page list length of each MR
+ * @max_pages_per_mr: page list length of each MR (SG entries with @sg_gaps)
+ * @page_shift: log2 of the page size MRs are registered with; 0 means
+ *	PAGE_SHIFT.  The device must support it (attrs.page_size_cap)
+ * @sg_gaps: MRs are %IB_MR_TYPE_SG_GAPS, which register a scatterlist
+ *	with gaps as one MR; the device must have %IBK_SG_GAPS_REG
  * @max_rdma_sges: SGEs moved by RDMA READ/WRITE without an MR
  * @max_send_sge: SGEs per Send WR the QP must accept (0 means 1)
  * @nr_sends: SEND (or SEND_WITH_INV) WRs
@@ -62,6 +69,8 @@ struct ib_slot_profile {
 	u8			nr_rkey_mrs;
 	u8			nr_lkey_mrs;
 	u32			max_pages_per_mr;
+	u8			page_shift;
+	bool			sg_gaps;
 	u32			max_rdma_sges;
 	u32			max_send_sge;
 	u8			nr_sends;
@@ -87,10 +96,12 @@ struct ib_slot_cost {
  * struct ib_slot_pool_attr - parameters for ib_slot_pool_create()
  * @pd: protection domain of the MRs; every QP attached must use it
  * @profile: what each slot may do
- * @nr_slots: number of slots
+ * @nr_slots: number of slots; of an indexed pool, the ULP's tag space
  * @policy: see &enum ib_slot_policy
  * @indexed: slots are taken by the ULP's own tag with ib_slot_from_tag()
  *	instead of an allocator (%IB_SLOT_NO_EXHAUST only)
+ * @nr_reserved: slots of an indexed pool beyond @nr_slots, for messages
+ *	that have no tag of the ULP, taken with ib_slot_get_reserved()
  * @fair_share: most slots one QP may hold at once (0: no limit)
  * @priv_size: bytes of ULP context per slot, see ib_slot_priv()
  * @name: name in debugfs and in messages
@@ -105,6 +116,7 @@ struct ib_slot_pool_attr {
 	u32			nr_slots;
 	enum ib_slot_policy	policy;
 	bool			indexed;
+	u32			nr_reserved;
 	u32			fair_share;
 	size_t			priv_size;
 	const char		*name;
@@ -158,7 +170,7 @@ struct ib_slot {
 	struct ib_slot_qp	*sqp;
 	struct ib_slot_mr	*mrs;
 	u8			nr_mrs;
-	u16			mapped;
+	DECLARE_BITMAP(mapped, IB_SLOT_MAX_MRS);
 	u32			tag;
 	u32			sq_used;
 	atomic_t		busy;
@@ -176,6 +188,7 @@ struct ib_slot {
  * @nr: number of slots wanted, all or nothing
  * @slots: filled with @nr slots before @resume runs
  * @error: 0, or -ESHUTDOWN when the pool is destroyed or the QP detached
+ * @queued: @w is on the FIFO; ib_slot's own, under the pool's lock
  * @resume: called once the slots are granted, with no pool lock held:
  *	from the ib_slot_put() that freed them, or from a work item if the
  *	grant was made elsewhere (a cancel, a detach, a failed get) or the
@@ -189,6 +202,7 @@ struct ib_slot_waiter {
 	unsigned int		nr;
 	struct ib_slot		**slots;
 	int			error;
+	bool			queued;
 	void (*resume)(struct ib_slot_waiter *w);
 };
 
@@ -198,6 +212,7 @@ struct ib_slot_waiter {
  * @in_use: slots taken now
  * @high_water: most slots taken at once
  * @nr_waiters: waiters queued now
+ * @nr_reserved: reserved slots of an indexed pool, part of @nr_slots
  * @exhausted: gets that found no slot or no credit
  * @waits: waiters queued since creation
  * @resumed: waiters granted after waiting
@@ -211,6 +226,7 @@ struct ib_slot_pool_stats {
 	u32	in_use;
 	u32	high_water;
 	u32	nr_waiters;
+	u32	nr_reserved;
 	u64	exhausted;
 	u64	waits;
 	u64	resumed;
@@ -233,14 +249,17 @@ int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
 		    struct ib_qp_init_attr *init_attr, u32 *nr_cqe);
 struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 				     struct ib_qp *qp,
-				     const struct ib_qp_cap *granted);
+				     const struct ib_qp_cap *granted,
+				     u32 nr_slots);
 void ib_slot_qp_detach(struct ib_slot_qp *sqp);
 u32 ib_slot_qp_credits(const struct ib_slot_qp *sqp);
+bool ib_slot_qp_has_waiters(const struct ib_slot_qp *sqp);
 
 struct ib_slot *ib_slot_get(struct ib_slot_qp *sqp);
 int ib_slot_get_bulk(struct ib_slot_qp *sqp, unsigned int nr,
 		     struct ib_slot **slots);
 struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag);
+struct ib_slot *ib_slot_get_reserved(struct ib_slot_qp *sqp);
 int ib_slot_get_or_wait(struct ib_slot_waiter *w);
 bool ib_slot_cancel_wait(struct ib_slot_waiter *w);
 int ib_slot_get_wait(struct ib_slot_qp *sqp, unsigned int nr,
@@ -256,6 +275,9 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr);
 int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 		  void (*fenced)(struct ib_slot *slot,
 				 enum ib_wc_status status));
+int ib_slot_fence_rkey(struct ib_slot *slot, u32 inv_rkey,
+		       void (*fenced)(struct ib_slot *slot,
+				      enum ib_wc_status status));
 
 /* The ULP context follows the slot, cache-line aligned. */
 static inline void *ib_slot_priv(struct ib_slot *slot)

@@ -15,6 +15,7 @@
  * that only the slow path takes.
  */
 #include <linux/debugfs.h>
+#include <linux/fault-inject.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
 #include <linux/sbitmap.h>
@@ -27,9 +28,6 @@
 
 /* Opcodes a slot may post: the ib_wr_opcode values up to REG_MR_INTEGRITY. */
 #define IB_SLOT_NR_OPCODES	(IB_WR_REG_MR_INTEGRITY + 1)
-/* struct ib_slot's @mapped has a bit per MR. */
-static_assert(sizeof_field(struct ib_slot, mapped) * BITS_PER_BYTE >=
-	      IB_SLOT_MAX_MRS);
 
 /* An empty per-CPU tag cache. */
 #define IB_SLOT_NO_TAG		(-1)
@@ -57,13 +55,18 @@ struct ib_slot_pool {
 	bool			indexed;
 	bool			resume_in_work;
 	bool			dying;
+	/* Set by a scan that left a waiter short of pool slots. */
+	bool			blocked;
+	/* All slots; of an indexed pool, its tags then the reserved ones. */
 	u32			nr_slots;
+	u32			nr_tags;
 	u32			fair_share;
 	size_t			slot_size;
 	void (*done)(struct ib_slot *slot, const struct ib_wc *wc);
 	/* Send Queue units per WR, by opcode; 0: the provider refuses it. */
 	u8			units[IB_SLOT_NR_OPCODES];
 
+	/* Free tags; of an indexed pool, free reserved slots. */
 	struct sbitmap		map;
 	/* Allocator pools: the tag last freed on each CPU, or IB_SLOT_NO_TAG. */
 	int __percpu		*cache;
@@ -81,6 +84,8 @@ struct ib_slot_pool {
 	/* Granted where resuming is not allowed; resume_work resumes them. */
 	struct list_head	granted;
 	struct list_head	qps;
+	/* Keeps an attached QP alive for the qp_error knob. */
+	struct mutex		qps_mutex;
 	u32			scan_gen;
 	struct work_struct	resume_work;
 	/* Fenced slots whose rkey MRs must be replaced before fenced(). */
@@ -94,6 +99,7 @@ struct ib_slot_pool {
 	atomic64_t		local_inv;
 	atomic64_t		recycled;
 
+	struct fault_attr	fail_get;
 	int			id;
 	char			name[32];
 	struct dentry		*debugfs;
@@ -113,9 +119,13 @@ struct ib_slot_qp {
 	u32			sq_depth;
 	u32			fair_share;
 	u32			skip_gen;
+	/* Waiters queued for this QP, under the pool's lock. */
+	u32			nr_waiters;
 };
 
 static struct dentry *ib_slot_debugfs_root;
+/* Off until set through debugfs. */
+static DECLARE_FAULT_ATTR(ib_slot_fail_get_off);
 static DEFINE_IDA(ib_slot_ida);
 /* The waiters ib_slot_resume_all() is resuming on this CPU, if any. */
 static DEFINE_PER_CPU(struct list_head *, ib_slot_resuming);
@@ -128,6 +138,18 @@ static DEFINE_PER_CPU(struct list_head *, ib_slot_resuming);
 			atomic64_inc(&(pool)->misuse);			\
 		unlikely(__bad);					\
 	})
+
+/* A post's done() or an armed fence is outstanding: the WRs are not ours. */
+static inline bool ib_slot_outstanding(const struct ib_slot *slot)
+{
+	return atomic_read(&slot->busy) & (IB_SLOT_POSTED | IB_SLOT_FENCE_ARMED);
+}
+
+/* Fault injection on get, for the tests of a ULP's exhaustion paths. */
+static inline bool ib_slot_should_fail(struct ib_slot_pool *pool)
+{
+	return should_fail(&pool->fail_get, 1);
+}
 
 static inline struct ib_slot *ib_slot_at(struct ib_slot_pool *pool, u32 tag)
 {
@@ -232,6 +254,7 @@ int ib_slot_profile_cost(struct ib_device *dev,
 	u32 sge = max(profile->max_send_sge, 1U);
 	enum ib_wr_opcode reg = profile->integrity ? IB_WR_REG_MR_INTEGRITY :
 						     IB_WR_REG_MR;
+	u32 shift = profile->page_shift ?: PAGE_SHIFT;
 	struct ib_qp_init_attr attr;
 	const char *why = NULL;
 
@@ -248,6 +271,15 @@ int ib_slot_profile_cost(struct ib_device *dev,
 		why = "device has no integrity offload";
 	else if (profile->integrity && lkey)
 		why = "integrity applies to rkey MRs only";
+	else if (shift < ilog2(SZ_4K) || shift >= 32 ||
+		 (dev->attrs.page_size_cap &&
+		  !(dev->attrs.page_size_cap & BIT_ULL(shift))))
+		why = "page size not supported by the device";
+	else if (profile->sg_gaps &&
+		 !(dev->attrs.kernel_cap_flags & IBK_SG_GAPS_REG))
+		why = "device has no SG_GAPS registration";
+	else if (profile->sg_gaps && profile->integrity)
+		why = "integrity MRs have no SG_GAPS type";
 	else if (profile->fence > IB_SLOT_FENCE_SYNC)
 		why = "unknown fence mode";
 	else if (dev->attrs.max_send_sge && sge > dev->attrs.max_send_sge)
@@ -309,7 +341,8 @@ static struct ib_mr *ib_slot_new_mr(struct ib_slot_pool *pool, bool pi)
 
 	if (pi)
 		return ib_alloc_mr_integrity(pool->pd, pages, pages);
-	return ib_alloc_mr(pool->pd, IB_MR_TYPE_MEM_REG, pages);
+	return ib_alloc_mr(pool->pd, pool->profile.sg_gaps ?
+			   IB_MR_TYPE_SG_GAPS : IB_MR_TYPE_MEM_REG, pages);
 }
 
 static int ib_slot_alloc_mrs(struct ib_slot_pool *pool)
@@ -378,19 +411,71 @@ static int ib_slot_pool_show(struct seq_file *s, void *unused)
 		   st.nr_waiters, st.exhausted, st.waits, st.resumed);
 	seq_printf(s, "misuse: %llu\nremote_inv: %llu\nlocal_inv: %llu\n",
 		   st.misuse, st.remote_inv, st.local_inv);
-	seq_printf(s, "recycled: %llu\n", st.recycled);
+	seq_printf(s, "recycled: %llu\nreserved: %u\n", st.recycled,
+		   st.nr_reserved);
 	seq_printf(s, "cost: sqes %u cqes %u rqes %u\n", pool->cost.sqes,
 		   pool->cost.cqes, pool->cost.rqes);
 	spin_lock_bh(&pool->lock);
 	list_for_each_entry(sqp, &pool->qps, entry)
-		seq_printf(s, "qp %u: slots %d credits_out %u/%u\n",
+		seq_printf(s, "qp %u: slots %d credits_out %u/%u waiters %u\n",
 			   sqp->qp_num, atomic_read(&sqp->nr_held),
 			   atomic_read(&sqp->nr_held) * pool->cost.sqes,
-			   sqp->sq_depth);
+			   sqp->sq_depth, sqp->nr_waiters);
 	spin_unlock_bh(&pool->lock);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(ib_slot_pool);
+
+/*
+ * Writing a QP number moves that attached QP to the error state: the one
+ * deterministic "QP error mid-I/O" for tests of in-kernel ULPs.
+ */
+static ssize_t ib_slot_qp_error_write(struct file *file,
+				      const char __user *buf, size_t count,
+				      loff_t *ppos)
+{
+	struct ib_slot_pool *pool = file_inode(file)->i_private;
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct ib_slot_qp *sqp;
+	int ret = -ENOENT;
+	u32 qp_num;
+
+	ret = kstrtou32_from_user(buf, count, 0, &qp_num);
+	if (ret)
+		return ret;
+	ret = -ENOENT;
+	/* Detach takes the mutex too: the QP stays attached meanwhile. */
+	mutex_lock(&pool->qps_mutex);
+	list_for_each_entry(sqp, &pool->qps, entry) {
+		if (sqp->qp_num != qp_num)
+			continue;
+		ret = ib_modify_qp(sqp->qp, &attr, IB_QP_STATE);
+		break;
+	}
+	mutex_unlock(&pool->qps_mutex);
+	return ret ?: count;
+}
+
+static const struct file_operations ib_slot_qp_error_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = ib_slot_qp_error_write,
+	.llseek = noop_llseek,
+};
+
+/*
+ * ib_slot/<pool>/: stats, qp_error, and with CONFIG_FAULT_INJECTION_DEBUG_FS
+ * fail_get/, which makes gets fail as if the pool were exhausted.
+ */
+static void ib_slot_debugfs_add(struct ib_slot_pool *pool)
+{
+	pool->debugfs = debugfs_create_dir(pool->name, ib_slot_debugfs_root);
+	debugfs_create_file("stats", 0400, pool->debugfs, pool,
+			    &ib_slot_pool_fops);
+	debugfs_create_file("qp_error", 0200, pool->debugfs, pool,
+			    &ib_slot_qp_error_fops);
+	fault_create_debugfs_attr("fail_get", pool->debugfs, &pool->fail_get);
+}
 
 static void ib_slot_pool_free(struct ib_slot_pool *pool)
 {
@@ -401,6 +486,7 @@ static void ib_slot_pool_free(struct ib_slot_pool *pool)
 	sbitmap_free(&pool->map);
 	free_percpu(pool->cache);
 	kvfree(pool->slots);
+	mutex_destroy(&pool->qps_mutex);
 	kfree(pool);
 }
 
@@ -432,8 +518,11 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	ret = ib_slot_profile_cost(dev, &attr->profile, &cost);
 	if (ret)
 		return ERR_PTR(ret);
-	if (!attr->nr_slots || attr->nr_slots > SZ_1M)
+	if (!attr->nr_slots || attr->nr_slots > SZ_1M ||
+	    attr->nr_reserved > SZ_1M)
 		why = "nr_slots out of range";
+	else if (attr->nr_reserved && !attr->indexed)
+		why = "only indexed pools reserve slots";
 	else if (!attr->done)
 		why = "no done callback";
 	else if (attr->indexed && attr->policy != IB_SLOT_NO_EXHAUST)
@@ -455,14 +544,17 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	pool->policy = attr->policy;
 	pool->indexed = attr->indexed;
 	pool->resume_in_work = attr->resume_in_work;
-	pool->nr_slots = attr->nr_slots;
-	pool->fair_share = attr->fair_share ?: attr->nr_slots;
+	pool->nr_tags = attr->nr_slots;
+	pool->nr_slots = attr->nr_slots + attr->nr_reserved;
+	pool->fair_share = attr->fair_share ?: pool->nr_slots;
 	pool->done = attr->done;
+	pool->fail_get = ib_slot_fail_get_off;
 	pool->slot_size = ALIGN(sizeof(struct ib_slot), SMP_CACHE_BYTES) +
 			  ALIGN(attr->priv_size, SMP_CACHE_BYTES);
 	ib_slot_fill_units(pool);
-	atomic_set(&pool->avail, attr->nr_slots);
+	atomic_set(&pool->avail, pool->nr_slots);
 	spin_lock_init(&pool->lock);
+	mutex_init(&pool->qps_mutex);
 	INIT_LIST_HEAD(&pool->waiters);
 	INIT_LIST_HEAD(&pool->granted);
 	INIT_LIST_HEAD(&pool->qps);
@@ -473,12 +565,13 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	snprintf(pool->name, sizeof(pool->name), "%s-%d",
 		 attr->name ?: "pool", pool->id);
 
-	ret = sbitmap_init_node(&pool->map, attr->nr_slots, -1, GFP_KERNEL,
+	ret = sbitmap_init_node(&pool->map, pool->indexed ? attr->nr_reserved :
+				attr->nr_slots, -1, GFP_KERNEL,
 				dev_to_node(&dev->dev), false, true);
 	if (ret)
 		goto out_free;
 	ret = -ENOMEM;
-	pool->slots = kvcalloc(attr->nr_slots, pool->slot_size, GFP_KERNEL);
+	pool->slots = kvcalloc(pool->nr_slots, pool->slot_size, GFP_KERNEL);
 	if (!pool->slots)
 		goto out_free;
 	if (!pool->indexed) {
@@ -501,9 +594,7 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	if (ret)
 		goto out_free;
 
-	pool->debugfs = debugfs_create_file(pool->name, 0400,
-					    ib_slot_debugfs_root, pool,
-					    &ib_slot_pool_fops);
+	ib_slot_debugfs_add(pool);
 	ib_slot_trace(pool, trace_ib_slot_pool_create);
 	return pool;
 
@@ -512,6 +603,33 @@ out_free:
 	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL(ib_slot_pool_create);
+
+/* Queue @w at the tail of the FIFO. */
+static void ib_slot_enqueue(struct ib_slot_waiter *w)
+{
+	struct ib_slot_pool *pool = w->sqp->pool;
+
+	lockdep_assert_held(&pool->lock);
+	list_add_tail(&w->entry, &pool->waiters);
+	w->queued = true;
+	WRITE_ONCE(w->sqp->nr_waiters, w->sqp->nr_waiters + 1);
+	atomic_inc(&pool->nr_waiters);
+}
+
+/* Take @w off the FIFO, onto @list (granted, or shut out) if not %NULL. */
+static void ib_slot_unqueue(struct ib_slot_waiter *w, struct list_head *list)
+{
+	struct ib_slot_pool *pool = w->sqp->pool;
+
+	lockdep_assert_held(&pool->lock);
+	if (list)
+		list_move_tail(&w->entry, list);
+	else
+		list_del_init(&w->entry);
+	w->queued = false;
+	WRITE_ONCE(w->sqp->nr_waiters, w->sqp->nr_waiters - 1);
+	atomic_dec(&pool->nr_waiters);
+}
 
 /* Resume waiters that will never be granted: pool or QP going away. */
 static void ib_slot_shut_out(struct list_head *list)
@@ -566,19 +684,21 @@ static void ib_slot_report_held(struct ib_slot_pool *pool)
 void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 {
 	struct ib_slot_qp *sqp, *stmp;
+	struct ib_slot_waiter *w;
 	LIST_HEAD(ready);
 
 	if (!pool)
 		return;
 	might_sleep();
 	ib_slot_trace(pool, trace_ib_slot_pool_destroy);
-	/* Waits for readers: nothing it shows is freed under them. */
+	/* Waits for readers and knobs: nothing they use is freed under them. */
 	debugfs_remove(pool->debugfs);
 
 	spin_lock_bh(&pool->lock);
 	WRITE_ONCE(pool->dying, true);
-	list_splice_init(&pool->waiters, &ready);
-	atomic_set(&pool->nr_waiters, 0);
+	while ((w = list_first_entry_or_null(&pool->waiters,
+					     struct ib_slot_waiter, entry)))
+		ib_slot_unqueue(w, &ready);
 	spin_unlock_bh(&pool->lock);
 	ib_slot_shut_out(&ready);
 	/* Waiters granted before we came own slots: let them have them. */
@@ -620,6 +740,7 @@ void ib_slot_pool_get_stats(struct ib_slot_pool *pool,
 	stats->in_use = pool->nr_slots - atomic_read(&pool->avail);
 	stats->high_water = READ_ONCE(pool->high_water);
 	stats->nr_waiters = atomic_read(&pool->nr_waiters);
+	stats->nr_reserved = pool->nr_slots - pool->nr_tags;
 	stats->exhausted = atomic64_read(&pool->exhausted);
 	stats->waits = atomic64_read(&pool->waits);
 	stats->resumed = atomic64_read(&pool->resumed);
@@ -633,39 +754,44 @@ EXPORT_SYMBOL(ib_slot_pool_get_stats);
 /**
  * ib_slot_qp_caps - size a QP and its CQ for slots of a pool
  * @pool: the pool
- * @nr_slots: slots this QP may hold at once
- * @init_attr: its cap.max_send_wr, max_recv_wr and max_send_sge are set
- * @nr_cqe: set to the Completion Queue entries the QP needs
+ * @nr_slots: slots this QP may hold at once, as ib_slot_qp_attach() is told
+ * @init_attr: its cap.max_send_wr and max_recv_wr grow by what the slots
+ *	need, cap.max_send_sge to what they need
+ * @nr_cqe: grows by the Completion Queue entries the slots need
  *
- * Adds one Send and one Receive entry, and their completions, for
- * ib_drain_qp(), and checks the result against the largest Send Queue the
- * device accepts for these caps (ib_query_qp_budget()), which may be less
- * than attrs.max_qp_wr.  Call ib_slot_qp_attach() with the caps the device
- * granted after creating the QP.
+ * Several pools may share a QP (a ULP's requests and its MR-less side
+ * traffic): start from zero caps and *@nr_cqe = 0 and call this once per
+ * pool; the first call (*@nr_cqe still 0) also adds one Send and one
+ * Receive entry, and their completions, for ib_drain_qp().  Room for WRs
+ * posted outside slots is added to the caps afterwards.  The total is
+ * checked against the largest Send Queue the device accepts for these
+ * caps (ib_query_qp_budget()), which may be less than attrs.max_qp_wr.
  *
  * Context: Any context.
- * Return: 0, or -EINVAL if the device cannot hold @nr_slots slots (the
- * reason is logged).
+ * Return: 0, or -EINVAL if the device cannot hold @nr_slots slots more
+ * (the reason is logged); then nothing was changed.
  */
 int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
 		    struct ib_qp_init_attr *init_attr, u32 *nr_cqe)
 {
 	struct ib_device_attr *da = &pool->dev->attrs;
-	u32 drain = pool->units[IB_WR_RDMA_WRITE];
-	u64 sq = (u64)nr_slots * pool->cost.sqes + drain;
-	u64 rq = (u64)nr_slots * pool->cost.rqes + 1;
-	u64 cqe = (u64)nr_slots * pool->cost.cqes + 2;
+	bool first = !*nr_cqe;
+	u64 sq = (u64)nr_slots * pool->cost.sqes + init_attr->cap.max_send_wr +
+		 (first ? pool->units[IB_WR_RDMA_WRITE] : 0);
+	u64 rq = (u64)nr_slots * pool->cost.rqes + init_attr->cap.max_recv_wr +
+		 first;
+	u64 cqe = (u64)nr_slots * pool->cost.cqes + *nr_cqe + 2 * first;
+	struct ib_qp_init_attr want = *init_attr;
 	struct ib_qp_budget budget = { };
 	int ret = -EINVAL;
 
 	if (nr_slots && sq <= U32_MAX && rq <= da->max_qp_wr &&
 	    cqe <= da->max_cqe) {
-		init_attr->cap.max_send_wr = sq;
-		init_attr->cap.max_recv_wr = rq;
-		init_attr->cap.max_send_sge = max3(init_attr->cap.max_send_sge,
-						   pool->profile.max_send_sge,
-						   1U);
-		ret = ib_query_qp_budget(pool->dev, init_attr, &budget);
+		want.cap.max_send_wr = sq;
+		want.cap.max_recv_wr = rq;
+		want.cap.max_send_sge = max3(want.cap.max_send_sge,
+					     pool->profile.max_send_sge, 1U);
+		ret = ib_query_qp_budget(pool->dev, &want, &budget);
 	}
 	if (ret || sq > budget.max_send_wr_limit) {
 		dev_warn(&pool->dev->dev,
@@ -674,6 +800,7 @@ int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
 			 cqe, da->max_cqe);
 		return -EINVAL;
 	}
+	init_attr->cap = want.cap;
 	*nr_cqe = cqe;
 	return 0;
 }
@@ -684,10 +811,12 @@ EXPORT_SYMBOL(ib_slot_qp_caps);
  * @pool: the pool
  * @qp: a QP on the pool's PD
  * @granted: the caps the device granted when @qp was created
+ * @nr_slots: slots the QP may hold at once, as given to ib_slot_qp_caps()
  *
- * One Send Queue entry stays reserved for ib_drain_sq().  A no-exhaust
- * pool needs room for all its slots on the QP; a back-pressure pool needs
- * room for one, and limits the QP's share of the pool to what fits.
+ * The QP's share of the pool, and its Send Queue credits, are those of
+ * @nr_slots slots, however much more the device granted: its CQ was sized
+ * for that many, and other pools may hold the rest of the Send Queue.  A
+ * no-exhaust pool needs room for all its slots.
  *
  * Context: Process context.
  * Return: the QP's credit account, or ERR_PTR(-EINVAL) if @qp is on
@@ -696,21 +825,25 @@ EXPORT_SYMBOL(ib_slot_qp_caps);
  */
 struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 				     struct ib_qp *qp,
-				     const struct ib_qp_cap *granted)
+				     const struct ib_qp_cap *granted,
+				     u32 nr_slots)
 {
-	u32 drain = pool->units[IB_WR_RDMA_WRITE];
-	u32 depth = granted->max_send_wr > drain ?
-		    granted->max_send_wr - drain : 0;
-	u32 fits = pool->cost.sqes ? depth / pool->cost.sqes : pool->nr_slots;
+	u64 depth = (u64)nr_slots * pool->cost.sqes;
 	struct ib_slot_qp *sqp;
+	const char *why = NULL;
 
-	if (qp->pd != pool->pd || !fits ||
-	    (pool->policy == IB_SLOT_NO_EXHAUST && fits < pool->nr_slots)) {
+	if (qp->pd != pool->pd)
+		why = "is on another PD";
+	else if (!nr_slots || (pool->policy == IB_SLOT_NO_EXHAUST &&
+			       nr_slots < pool->nr_slots))
+		why = "is given too few slots";
+	else if (depth + pool->units[IB_WR_RDMA_WRITE] > granted->max_send_wr ||
+		 (u64)nr_slots * pool->cost.rqes > granted->max_recv_wr)
+		why = "is too small";
+	if (why) {
 		dev_warn(&pool->dev->dev,
-			 "ib_slot: %s: QP %u %s (room for %u of %u slots)\n",
-			 pool->name, qp->qp_num, qp->pd != pool->pd ?
-			 "is on another PD" : "is too small", fits,
-			 pool->nr_slots);
+			 "ib_slot: %s: QP %u %s (%u of %u slots)\n",
+			 pool->name, qp->qp_num, why, nr_slots, pool->nr_slots);
 		return ERR_PTR(-EINVAL);
 	}
 	sqp = kzalloc(sizeof(*sqp), GFP_KERNEL);
@@ -726,11 +859,13 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 				  pool->dev->attrs.max_sge_rd) :
 			    granted->max_send_sge;
 	sqp->sq_depth = depth;
-	/* Caps the credits too: @fits slots' worth fit in @depth. */
-	sqp->fair_share = min(fits, pool->fair_share);
+	/* Caps the credits too: @nr_slots slots' worth make the depth. */
+	sqp->fair_share = min(nr_slots, pool->fair_share);
+	mutex_lock(&pool->qps_mutex);
 	spin_lock_bh(&pool->lock);
 	list_add_tail(&sqp->entry, &pool->qps);
 	spin_unlock_bh(&pool->lock);
+	mutex_unlock(&pool->qps_mutex);
 	return sqp;
 }
 EXPORT_SYMBOL(ib_slot_qp_attach);
@@ -757,17 +892,17 @@ void ib_slot_qp_detach(struct ib_slot_qp *sqp)
 	pool = sqp->pool;
 	if (ib_slot_misuse(pool, atomic_read(&sqp->nr_held)))
 		return;
+	mutex_lock(&pool->qps_mutex);
 	spin_lock_bh(&pool->lock);
 	list_for_each_entry_safe(w, tmp, &pool->waiters, entry) {
-		if (w->sqp != sqp)
-			continue;
-		list_move_tail(&w->entry, &gone);
-		atomic_dec(&pool->nr_waiters);
+		if (w->sqp == sqp)
+			ib_slot_unqueue(w, &gone);
 	}
 	list_del(&sqp->entry);
 	if (!list_empty(&gone))
 		ib_slot_scan_waiters(pool, &ready);
 	spin_unlock_bh(&pool->lock);
+	mutex_unlock(&pool->qps_mutex);
 	ib_slot_defer(pool, &ready);
 	ib_slot_shut_out(&gone);
 	kfree(sqp);
@@ -788,6 +923,23 @@ u32 ib_slot_qp_credits(const struct ib_slot_qp *sqp)
 	return sqp->sq_depth - held * sqp->pool->cost.sqes;
 }
 EXPORT_SYMBOL(ib_slot_qp_credits);
+
+/**
+ * ib_slot_qp_has_waiters - whether requests of a QP wait for slots
+ * @sqp: the QP's credit account
+ *
+ * For a ULP that must not take new work for a QP while earlier work of it
+ * waits (svc_rdma_has_wspace()).  A hint: a waiter may be granted, or
+ * queued, as this returns.
+ *
+ * Context: Any context.
+ * Return: %true if waiters are queued for @sqp.
+ */
+bool ib_slot_qp_has_waiters(const struct ib_slot_qp *sqp)
+{
+	return READ_ONCE(sqp->nr_waiters);
+}
+EXPORT_SYMBOL(ib_slot_qp_has_waiters);
 
 /* ib_slot_post() resets the status of each post. */
 static void ib_slot_bind(struct ib_slot_qp *sqp, struct ib_slot *slot)
@@ -921,13 +1073,15 @@ static void ib_slot_resume_all(struct ib_slot_pool *pool,
 /*
  * Grant slots and credits to every waiter that can have them, in FIFO
  * order.  A waiter short of pool slots stops the scan, so a large request
- * is never overtaken by small ones; a waiter short of its own QP's credits
- * or fair share only holds back later waiters of that QP.
+ * is never overtaken by small ones, and gets of every QP queue behind it
+ * (@pool->blocked); a waiter short of its own QP's credits or fair share
+ * only holds back that QP's later waiters and gets.
  */
 static void ib_slot_scan_waiters(struct ib_slot_pool *pool,
 				 struct list_head *ready)
 {
 	struct ib_slot_waiter *w, *tmp;
+	bool blocked = false;
 	int ret;
 
 	lockdep_assert_held(&pool->lock);
@@ -936,15 +1090,17 @@ static void ib_slot_scan_waiters(struct ib_slot_pool *pool,
 		if (w->sqp->skip_gen == pool->scan_gen)
 			continue;
 		ret = ib_slot_try_get(w->sqp, w->nr, w->slots);
-		if (ret == -ENOSPC)
+		if (ret == -ENOSPC) {
+			blocked = true;
 			break;
+		}
 		if (ret) {
 			w->sqp->skip_gen = pool->scan_gen;
 			continue;
 		}
-		list_move_tail(&w->entry, ready);
-		atomic_dec(&pool->nr_waiters);
+		ib_slot_unqueue(w, ready);
 	}
+	WRITE_ONCE(pool->blocked, blocked);
 }
 
 /*
@@ -1023,8 +1179,16 @@ static __always_inline int ib_slot_get_fast(struct ib_slot_qp *sqp,
 	/* Indexed pools have no allocator: ib_slot_from_tag() only. */
 	if (ib_slot_misuse(pool, pool->indexed))
 		return -EINVAL;
-	/* Queued waiters go first: no barging, no starvation. */
-	if (atomic_read(&pool->nr_waiters)) {
+	if (unlikely(ib_slot_should_fail(pool))) {
+		ret = -ENOSPC;
+	} else if (READ_ONCE(sqp->nr_waiters) ||
+		   (atomic_read(&pool->nr_waiters) && READ_ONCE(pool->blocked))) {
+		/*
+		 * Waiters that could take what we would go first: no barging,
+		 * no starvation.  A waiter stuck on its own QP's share holds
+		 * back only that QP.  Unlocked reads: a stale one lets a get
+		 * pass a waiter once, it cannot lose the waiter's wakeup.
+		 */
 		ret = -ENOSPC;
 	} else {
 		ret = ib_slot_try_get(sqp, nr, slots);
@@ -1111,7 +1275,8 @@ EXPORT_SYMBOL(ib_slot_get_bulk);
  *
  * Context: Any context.  Does not sleep.
  * Return: the slot, or %NULL (with a warning) if @tag is out of range or
- * its slot is still in use.
+ * its slot is still in use; %NULL without one when fault injection on
+ * get (debugfs fail_get) fails the call.
  */
 struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag)
 {
@@ -1119,9 +1284,13 @@ struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag)
 	struct ib_slot *slot;
 	int avail;
 
-	if (ib_slot_misuse(pool, !pool->indexed || tag >= pool->nr_slots ||
+	if (ib_slot_misuse(pool, !pool->indexed || tag >= pool->nr_tags ||
 			   READ_ONCE(pool->dying)))
 		return NULL;
+	if (unlikely(ib_slot_should_fail(pool))) {
+		atomic64_inc(&pool->exhausted);
+		return NULL;
+	}
 	slot = ib_slot_at(pool, tag);
 	if (ib_slot_misuse(pool, test_and_set_bit(IB_SLOT_F_IN_USE,
 						  &slot->flags)))
@@ -1133,6 +1302,41 @@ struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag)
 	return slot;
 }
 EXPORT_SYMBOL(ib_slot_from_tag);
+
+/**
+ * ib_slot_get_reserved - take a reserved slot of an indexed pool
+ * @sqp: the QP the slot will post on
+ *
+ * For messages that have no tag of the ULP (SRP task management, credit
+ * and AER responses): the pool's @nr_reserved slots beyond its tags.  They
+ * may all be in use, which is no bug: the ULP sends the message later, or
+ * fails it.
+ *
+ * Context: Any context.  Does not sleep.
+ * Return: a slot, or %NULL if every reserved slot is in use.
+ */
+struct ib_slot *ib_slot_get_reserved(struct ib_slot_qp *sqp)
+{
+	struct ib_slot_pool *pool = sqp->pool;
+	struct ib_slot *slot;
+	int bit, avail;
+
+	if (ib_slot_misuse(pool, !pool->indexed || READ_ONCE(pool->dying)))
+		return NULL;
+	bit = ib_slot_should_fail(pool) ? -1 : sbitmap_get(&pool->map);
+	if (bit < 0) {
+		atomic64_inc(&pool->exhausted);
+		return NULL;
+	}
+	slot = ib_slot_at(pool, pool->nr_tags + bit);
+	set_bit(IB_SLOT_F_IN_USE, &slot->flags);
+	avail = atomic_dec_return(&pool->avail);
+	atomic_inc(&sqp->nr_held);
+	ib_slot_bind(sqp, slot);
+	ib_slot_note_use(pool, avail);
+	return slot;
+}
+EXPORT_SYMBOL(ib_slot_get_reserved);
 
 /**
  * ib_slot_get_or_wait - take slots, or queue a waiter for them
@@ -1153,7 +1357,6 @@ EXPORT_SYMBOL(ib_slot_from_tag);
 int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 {
 	struct ib_slot_pool *pool = w->sqp->pool;
-	struct ib_slot_waiter *pos;
 	LIST_HEAD(ready);
 	int ret;
 
@@ -1171,22 +1374,16 @@ int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 		spin_unlock_bh(&pool->lock);
 		return -ESHUTDOWN;
 	}
-	list_add_tail(&w->entry, &pool->waiters);
-	atomic_inc(&pool->nr_waiters);
+	ib_slot_enqueue(w);
 	/* Pairs with smp_mb__after_atomic() in ib_slot_kick(). */
 	smp_mb();
 	ib_slot_scan_waiters(pool, &ready);
+	/* Granted at once: no resume, the caller has them. */
+	ret = w->queued ? -EAGAIN : 0;
+	if (!ret)
+		list_del_init(&w->entry);
 	spin_unlock_bh(&pool->lock);
 
-	ret = -EAGAIN;
-	list_for_each_entry(pos, &ready, entry) {
-		if (pos == w) {
-			/* Granted at once: no resume, the caller has them. */
-			list_del_init(&w->entry);
-			ret = 0;
-			break;
-		}
-	}
 	if (ret) {
 		atomic64_inc(&pool->waits);
 		ib_slot_trace(pool, trace_ib_slot_wait);
@@ -1210,20 +1407,13 @@ EXPORT_SYMBOL(ib_slot_get_or_wait);
 bool ib_slot_cancel_wait(struct ib_slot_waiter *w)
 {
 	struct ib_slot_pool *pool = w->sqp->pool;
-	struct ib_slot_waiter *pos;
-	bool queued = false;
 	LIST_HEAD(ready);
+	bool queued;
 
 	spin_lock_bh(&pool->lock);
-	list_for_each_entry(pos, &pool->waiters, entry) {
-		if (pos == w) {
-			queued = true;
-			break;
-		}
-	}
+	queued = w->queued;
 	if (queued) {
-		list_del_init(&w->entry);
-		atomic_dec(&pool->nr_waiters);
+		ib_slot_unqueue(w, NULL);
 		/* @w may have held back smaller requests behind it. */
 		ib_slot_scan_waiters(pool, &ready);
 	}
@@ -1290,16 +1480,15 @@ EXPORT_SYMBOL(ib_slot_get_wait);
  */
 static void ib_slot_unmap(struct ib_slot *slot)
 {
-	unsigned long mapped = slot->mapped;
 	unsigned int i;
 
-	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS) {
+	for_each_set_bit(i, slot->mapped, IB_SLOT_MAX_MRS) {
 		struct ib_slot_mr *smr = &slot->mrs[i];
 
 		ib_update_fast_reg_key(smr->mr,
 				       smr->inv_wr.ex.invalidate_rkey & 0xff);
 	}
-	slot->mapped = 0;
+	bitmap_zero(slot->mapped, IB_SLOT_MAX_MRS);
 }
 
 /**
@@ -1320,18 +1509,19 @@ void ib_slot_put(struct ib_slot *slot)
 	LIST_HEAD(ready);
 	int avail;
 
-	if (ib_slot_misuse(pool, atomic_read(&slot->busy) &
-				 (IB_SLOT_POSTED | IB_SLOT_FENCE_ARMED)))
+	if (ib_slot_misuse(pool, ib_slot_outstanding(slot)))
 		return;
 	if (ib_slot_misuse(pool, !test_and_clear_bit(IB_SLOT_F_IN_USE,
 						     &slot->flags)))
 		return;
-	if (unlikely(slot->mapped))
+	if (unlikely(!bitmap_empty(slot->mapped, IB_SLOT_MAX_MRS)))
 		ib_slot_unmap(slot);
 	slot->sqp = NULL;
 	atomic_dec(&sqp->nr_held);
 	if (!pool->indexed)
 		ib_slot_free_tag(pool, slot->tag);
+	else if (slot->tag >= pool->nr_tags)
+		sbitmap_put(&pool->map, slot->tag - pool->nr_tags);
 	/*
 	 * Once the slot is back, a destroy may free the pool: it waits for
 	 * this read-side section (synchronize_rcu()) before it does.
@@ -1384,15 +1574,15 @@ int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 			   !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
 	/* The WRs of an outstanding post or fence are the device's now. */
-	if (ib_slot_misuse(slot->pool, atomic_read(&slot->busy) &
-				       (IB_SLOT_POSTED | IB_SLOT_FENCE_ARMED)))
+	if (ib_slot_misuse(slot->pool, ib_slot_outstanding(slot)))
 		return -EBUSY;
 	smr = &slot->mrs[idx];
-	n = ib_map_mr_sg(smr->mr, sg, sg_nents, sg_offset, PAGE_SIZE);
+	n = ib_map_mr_sg(smr->mr, sg, sg_nents, sg_offset,
+			 1U << (slot->pool->profile.page_shift ?: PAGE_SHIFT));
 	if (n <= 0)
 		return n < 0 ? n : -EINVAL;
 	/* Mapped again before the post: the registered key is unchanged. */
-	if (!(slot->mapped & BIT(idx))) {
+	if (!test_bit(idx, slot->mapped)) {
 		smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;
 		ib_update_fast_reg_key(smr->mr, ib_inc_rkey(smr->mr->rkey));
 	}
@@ -1403,7 +1593,7 @@ int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 	smr->reg_wr.wr.send_flags = 0;
 	smr->inv_wr.wr_cqe = &slot->aux_cqe;
 	smr->inv_wr.send_flags = 0;
-	slot->mapped |= BIT(idx);
+	__set_bit(idx, slot->mapped);
 	return n;
 }
 EXPORT_SYMBOL(ib_slot_map_mr);
@@ -1472,8 +1662,8 @@ static int ib_slot_wr_mr(const struct ib_slot *slot,
  * as the Send Queue frees them only with a later signaled completion.
  */
 static void ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
-			   const struct ib_send_wr *bad, unsigned long mapped,
-			   unsigned long had_key, u32 n)
+			   const struct ib_send_wr *bad, unsigned long *mapped,
+			   const unsigned long *had_key, u32 n)
 {
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_send_wr *wr;
@@ -1488,11 +1678,11 @@ static void ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
 		if (wr->opcode == IB_WR_LOCAL_INV)
 			inv++;
 		else
-			__clear_bit(i, &mapped);
+			__clear_bit(i, mapped);
 	}
-	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS)
-		slot->mrs[i].mr->need_inval = test_bit(i, &had_key);
-	slot->mapped = mapped;
+	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS)
+		slot->mrs[i].mr->need_inval = test_bit(i, had_key);
+	bitmap_copy(slot->mapped, mapped, IB_SLOT_MAX_MRS);
 	slot->sq_used -= n;
 	if (inv)
 		atomic64_add(inv, &pool->local_inv);
@@ -1538,7 +1728,8 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 {
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_send_wr *first = NULL, **tail = &first, *last;
-	unsigned long mapped = slot->mapped, had_key = 0;
+	DECLARE_BITMAP(had_key, IB_SLOT_MAX_MRS);
+	DECLARE_BITMAP(mapped, IB_SLOT_MAX_MRS);
 	const struct ib_send_wr *bad;
 	u32 i, n = 0, inv = 0;
 	int ret;
@@ -1546,16 +1737,17 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
 	/* One post at a time, none once fenced: it would escape the fence. */
-	if (ib_slot_misuse(pool, atomic_read(&slot->busy) &
-				 (IB_SLOT_POSTED | IB_SLOT_FENCE_ARMED)))
+	if (ib_slot_misuse(pool, ib_slot_outstanding(slot)))
 		return -EBUSY;
 
-	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS) {
+	bitmap_copy(mapped, slot->mapped, IB_SLOT_MAX_MRS);
+	bitmap_zero(had_key, IB_SLOT_MAX_MRS);
+	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS) {
 		struct ib_slot_mr *smr = &slot->mrs[i];
 
 		if (smr->mr->need_inval) {
 			ib_slot_chain(pool, &tail, &smr->inv_wr, &n);
-			__set_bit(i, &had_key);
+			__set_bit(i, had_key);
 			inv++;
 		}
 		ib_slot_chain(pool, &tail, &smr->reg_wr.wr, &n);
@@ -1588,11 +1780,11 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	 * owner, before ib_post_send() returns.  A registered MR is valid
 	 * until invalidated.
 	 */
-	for_each_set_bit(i, &mapped, IB_SLOT_MAX_MRS)
+	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS)
 		slot->mrs[i].mr->need_inval = true;
 	slot->status = IB_WC_SUCCESS;
 	slot->sq_used += n;
-	slot->mapped = 0;
+	bitmap_zero(slot->mapped, IB_SLOT_MAX_MRS);
 	if (inv)
 		atomic64_add(inv, &pool->local_inv);
 	atomic_add(IB_SLOT_POSTED + 1, &slot->busy);
@@ -1751,30 +1943,9 @@ static struct ib_mr *ib_slot_inv_mr(struct ib_slot *slot,
 	return container_of(inv_wr, struct ib_slot_mr, inv_wr)->mr;
 }
 
-/**
- * ib_slot_fence - make sure the peer can no longer reach a slot's memory
- * @slot: a slot of a pool whose profile fences synchronously
- * @wc: the Receive completion of the peer's reply, or %NULL
- * @fenced: called once every rkey MR of @slot is invalid and every post of
- *	@slot has completed, with the status of the LOCAL_INV chain
- *
- * If the peer invalidated an rkey itself (%IB_WC_WITH_INVALIDATE in @wc),
- * that MR needs no LOCAL_INV.  The others are invalidated by a chain of
- * LOCAL_INV WRs posted from the slot's credits.  If that chain fails or is
- * flushed (the QP went to error), the MRs are replaced by fresh ones from
- * a work item before @fenced runs, so that @fenced never runs while an
- * rkey of the slot is live, also then.  @fenced may run before this
- * returns.  The caller puts the slot from @fenced, not before.
- *
- * Context: Any context.
- * Return: 0 once the fence is armed (@fenced will run, with
- * %IB_WC_WR_FLUSH_ERR if the QP refused the chain), -EINVAL if @slot is
- * not in use, -EBUSY if a fence is already armed, -ENOSPC if the slot's
- * credits cannot hold the chain; then @fenced is not called.
- */
-int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
-		  void (*fenced)(struct ib_slot *slot,
-				 enum ib_wc_status status))
+static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
+			   void (*fenced)(struct ib_slot *slot,
+					  enum ib_wc_status status))
 {
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL, *wr;
@@ -1792,8 +1963,7 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 
 		if (!smr->mr->need_inval)
 			continue;
-		if (wc && (wc->wc_flags & IB_WC_WITH_INVALIDATE) &&
-		    wc->ex.invalidate_rkey == smr->mr->rkey) {
+		if (remote && inv_rkey == smr->mr->rkey) {
 			smr->mr->need_inval = false;
 			atomic64_inc(&pool->remote_inv);
 			continue;
@@ -1847,7 +2017,60 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 	ib_slot_unbusy(slot);
 	return 0;
 }
+
+/**
+ * ib_slot_fence - make sure the peer can no longer reach a slot's memory
+ * @slot: a slot of a pool whose profile fences synchronously
+ * @wc: the Receive completion of the peer's reply, or %NULL
+ * @fenced: called once every rkey MR of @slot is invalid and every post of
+ *	@slot has completed, with the status of the LOCAL_INV chain
+ *
+ * If the peer invalidated an rkey itself (%IB_WC_WITH_INVALIDATE in @wc),
+ * that MR needs no LOCAL_INV.  The others are invalidated by a chain of
+ * LOCAL_INV WRs posted from the slot's credits.  If that chain fails or is
+ * flushed (the QP went to error), the MRs are replaced by fresh ones from
+ * a work item before @fenced runs, so that @fenced never runs while an
+ * rkey of the slot is live, also then.  @fenced may run before this
+ * returns.  The caller puts the slot from @fenced, not before.
+ *
+ * Context: Any context.
+ * Return: 0 once the fence is armed (@fenced will run, with
+ * %IB_WC_WR_FLUSH_ERR if the QP refused the chain), -EINVAL if @slot is
+ * not in use, -EBUSY if a fence is already armed, -ENOSPC if the slot's
+ * credits cannot hold the chain; then @fenced is not called.
+ */
+int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
+		  void (*fenced)(struct ib_slot *slot,
+				 enum ib_wc_status status))
+{
+	bool remote = wc && (wc->wc_flags & IB_WC_WITH_INVALIDATE);
+
+	return __ib_slot_fence(slot, remote, remote ? wc->ex.invalidate_rkey : 0,
+			       fenced);
+}
 EXPORT_SYMBOL(ib_slot_fence);
+
+/**
+ * ib_slot_fence_rkey - ib_slot_fence() for a ULP that kept only the rkey
+ * @slot: a slot of a pool whose profile fences synchronously
+ * @inv_rkey: the rkey the peer invalidated (the Receive completion's
+ *	ex.invalidate_rkey with %IB_WC_WITH_INVALIDATE)
+ * @fenced: as for ib_slot_fence()
+ *
+ * The MR that @inv_rkey names needs no LOCAL_INV; the others are
+ * invalidated as ib_slot_fence() does.  A ULP without an invalidated rkey
+ * calls ib_slot_fence() with a %NULL @wc.
+ *
+ * Context: Any context.
+ * Return: as ib_slot_fence().
+ */
+int ib_slot_fence_rkey(struct ib_slot *slot, u32 inv_rkey,
+		       void (*fenced)(struct ib_slot *slot,
+				      enum ib_wc_status status))
+{
+	return __ib_slot_fence(slot, true, inv_rkey, fenced);
+}
+EXPORT_SYMBOL(ib_slot_fence_rkey);
 
 void __init ib_slot_init(void)
 {

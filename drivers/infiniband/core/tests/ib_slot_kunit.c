@@ -50,10 +50,13 @@ struct fake_ibdev {
 	unsigned int		posted;
 	unsigned int		posted_inv;
 	u32			sq_grant_cut;	/* granted = requested - cut */
+	bool			sq_grant_round;	/* granted: next power of 2 */
 	bool			bb_model;	/* REG_MR 3 units, LOCAL_INV 2 */
 	u32			wr_limit;	/* largest max_send_wr, 0: any */
 	u32			reject_wr;	/* refuse the nth WR of a post */
 	u32			complete_in_post; /* posts done inside post_send */
+	enum ib_mr_type		mr_type;	/* of the last MR allocated */
+	unsigned int		reg_wrs;	/* REG_MR WRs posted */
 };
 
 struct fake_pd {
@@ -88,12 +91,14 @@ static int fake_create_cq(struct ib_cq *cq, const struct ib_cq_init_attr *attr,
 			  struct uverbs_attr_bundle *attrs)
 {
 	cq->cqe = attr->cqe;
-	to_fdev(cq->device)->cq_depth = attr->cqe;
+	/* One ring serves every CQ: it holds what they were sized for. */
+	to_fdev(cq->device)->cq_depth += attr->cqe;
 	return 0;
 }
 
 static int fake_destroy_cq(struct ib_cq *cq, struct ib_udata *udata)
 {
+	to_fdev(cq->device)->cq_depth -= cq->cqe;
 	return 0;
 }
 
@@ -120,6 +125,8 @@ static int fake_create_qp(struct ib_qp *qp, struct ib_qp_init_attr *attr,
 
 	attr->cap.max_send_wr -= min(fdev->sq_grant_cut,
 				     attr->cap.max_send_wr);
+	if (fdev->sq_grant_round)
+		attr->cap.max_send_wr = roundup_pow_of_two(attr->cap.max_send_wr);
 	fqp->cap = attr->cap.max_send_wr;
 	fqp->ring = kcalloc(max(fqp->cap, 1U), sizeof(*fqp->ring), GFP_KERNEL);
 	if (!fqp->ring)
@@ -145,6 +152,7 @@ static struct ib_mr *fake_alloc_mr(struct ib_pd *pd, enum ib_mr_type mr_type,
 	mr->lkey = ++fdev->next_key << 8;
 	mr->rkey = mr->lkey;
 	fdev->nr_mrs++;
+	fdev->mr_type = mr_type;
 	return mr;
 }
 
@@ -267,6 +275,8 @@ static int fake_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 		fdev->posted++;
 		if (wr->opcode == IB_WR_LOCAL_INV)
 			fdev->posted_inv++;
+		if (wr->opcode == IB_WR_REG_MR)
+			fdev->reg_wrs++;
 	}
 	if (fqp->error) {
 		fake_complete(fqp, U32_MAX, IB_WC_WR_FLUSH_ERR);
@@ -349,6 +359,7 @@ struct test_env {
 	struct fake_ibdev	*fdev;
 	struct ib_pd		*pd;
 	struct ib_cq		*cq;
+	struct ib_cq		*cq1;
 	struct ib_slot_pool	*pool;
 	struct ib_qp		*qp[2];
 	struct ib_slot_qp	*sqp[2];
@@ -519,32 +530,50 @@ test_pool(struct kunit *test, const struct ib_slot_profile *profile,
 	return env->pool;
 }
 
-/* A QP sized by ib_slot_qp_caps() for @nr_slots, attached to the pool. */
+/* Undo @fn(@ctx) at the end of the test. */
+static void test_action(struct kunit *test, kunit_action_t *fn, void *ctx)
+{
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, fn, ctx), 0);
+}
+
+/* A CQ of exactly @nr_cqe entries; test_poll() polls them all. */
+static struct ib_cq *test_cq(struct kunit *test, u32 nr_cqe)
+{
+	struct test_env *env = test->priv;
+	struct ib_cq *cq;
+	int ret;
+
+	cq = ib_alloc_cq(&env->fdev->ibdev, NULL, nr_cqe, 0, IB_POLL_DIRECT);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq);
+	ret = kunit_add_action_or_reset(test, ib_free_cq_action, cq);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	return cq;
+}
+
+/*
+ * A QP sized by ib_slot_qp_caps() for @nr_slots, attached to the pool,
+ * with a CQ of exactly the size ib_slot_qp_caps() gave.
+ */
 static struct ib_slot_qp *test_qp(struct kunit *test, int i, u32 nr_slots)
 {
 	struct test_env *env = test->priv;
 	struct ib_qp_init_attr attr = { .qp_type = IB_QPT_RC };
-	u32 nr_cqe;
+	struct ib_cq **cq = i ? &env->cq1 : &env->cq;
+	u32 nr_cqe = 0;
 	int ret;
 
 	ret = ib_slot_qp_caps(env->pool, nr_slots, &attr, &nr_cqe);
 	KUNIT_ASSERT_EQ(test, ret, 0);
-	if (!env->cq) {
-		env->cq = ib_alloc_cq(&env->fdev->ibdev, NULL, 2 * nr_cqe, 0,
-				      IB_POLL_DIRECT);
-		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->cq);
-		ret = kunit_add_action_or_reset(test, ib_free_cq_action,
-						env->cq);
-		KUNIT_ASSERT_EQ(test, ret, 0);
-	}
-	attr.send_cq = env->cq;
-	attr.recv_cq = env->cq;
+	*cq = test_cq(test, nr_cqe);
+	attr.send_cq = *cq;
+	attr.recv_cq = *cq;
 	env->qp[i] = ib_create_qp(env->pd, &attr);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->qp[i]);
 	ret = kunit_add_action_or_reset(test, ib_destroy_qp_action,
 					env->qp[i]);
 	KUNIT_ASSERT_EQ(test, ret, 0);
-	env->sqp[i] = ib_slot_qp_attach(env->pool, env->qp[i], &attr.cap);
+	env->sqp[i] = ib_slot_qp_attach(env->pool, env->qp[i], &attr.cap,
+					nr_slots);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->sqp[i]);
 	ret = kunit_add_action_or_reset(test, ib_slot_qp_detach_action,
 					env->sqp[i]);
@@ -659,18 +688,20 @@ static void ib_slot_qp_caps_granted(struct kunit *test)
 	struct ib_qp_init_attr attr = { .qp_type = IB_QPT_RC };
 	struct ib_slot_qp *sqp;
 	struct ib_qp *qp;
-	u32 nr_cqe;
+	u32 nr_cqe = 0;
 
 	test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST, 0);
 	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 4, &attr, &nr_cqe), 0);
 	KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, 4 * 3 + 1);
 	KUNIT_EXPECT_EQ(test, attr.cap.max_recv_wr, 1);
 	KUNIT_EXPECT_EQ(test, nr_cqe, 4 * 3 + 2);
+	/* Refused, and the caps are left as they were. */
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_caps(env->pool, 4096, &attr, &nr_cqe),
 			-EINVAL);
+	KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, 4 * 3 + 1);
+	KUNIT_EXPECT_EQ(test, nr_cqe, 4 * 3 + 2);
 
 	/* The device grants one entry less than asked: too small to attach. */
-	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 4, &attr, &nr_cqe), 0);
 	env->cq = ib_alloc_cq(&env->fdev->ibdev, NULL, nr_cqe, 0,
 			      IB_POLL_DIRECT);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->cq);
@@ -682,7 +713,7 @@ static void ib_slot_qp_caps_granted(struct kunit *test)
 	qp = ib_create_qp(env->pd, &attr);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
 	KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, 4 * 3);
-	sqp = ib_slot_qp_attach(env->pool, qp, &attr.cap);
+	sqp = ib_slot_qp_attach(env->pool, qp, &attr.cap, 4);
 	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(sqp), -EINVAL);
 	ib_destroy_qp(qp);
 }
@@ -720,8 +751,20 @@ static const struct cost_case cost_cases[] = {
 	{ "empty profile", { }, -EINVAL, { } },
 	{ "MR without pages", { .nr_rkey_mrs = 1, .nr_sends = 1 }, -EINVAL,
 	  { } },
+	{ "SRP, max_sect=131072 without SG_GAPS: 34 MRs",
+	  { .nr_rkey_mrs = 34, .max_pages_per_mr = 256, .nr_sends = 1,
+	    .fence = IB_SLOT_FENCE_SYNC }, 0, { 69, 69, 0 } },
+	{ "64 MRs", { .nr_rkey_mrs = 64, .max_pages_per_mr = 1 }, 0,
+	  { 128, 128, 0 } },
 	{ "too many MRs",
-	  { .nr_rkey_mrs = 17, .max_pages_per_mr = 1 }, -EINVAL, { } },
+	  { .nr_rkey_mrs = IB_SLOT_MAX_MRS + 1, .max_pages_per_mr = 1 },
+	  -EINVAL, { } },
+	{ "page size below 4 KiB",
+	  { .nr_rkey_mrs = 1, .max_pages_per_mr = 1, .page_shift = 11,
+	    .nr_sends = 1 }, -EINVAL, { } },
+	{ "SG_GAPS on a device without it",
+	  { .nr_rkey_mrs = 1, .max_pages_per_mr = 1, .sg_gaps = true,
+	    .nr_sends = 1 }, -EINVAL, { } },
 	{ "pages above device",
 	  { .nr_rkey_mrs = 1, .max_pages_per_mr = 257 }, -EINVAL, { } },
 	{ "SGEs above device", { .max_rdma_sges = 8, .max_send_sge = 17 },
@@ -1532,7 +1575,7 @@ static void ib_slot_provider_units(struct kunit *test)
 	struct ib_slot_qp *sqp;
 	struct fake_qp *fqp;
 	int round, i;
-	u32 nr_cqe;
+	u32 nr_cqe = 0;
 
 	env->fdev->bb_model = true;
 	env->fdev->wr_limit = 20;
@@ -1681,7 +1724,7 @@ static void ib_slot_post_races_completion(struct kunit *test)
 	KUNIT_ASSERT_PTR_EQ(test, env->regot, slot);
 	env->put_in_done = false;
 	KUNIT_EXPECT_EQ(test, slot->sq_used, 0);
-	KUNIT_EXPECT_EQ(test, slot->mapped, 1);
+	KUNIT_EXPECT_EQ(test, slot->mapped[0], 1);
 	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
 	KUNIT_EXPECT_EQ(test, last_wqe(fqp, 2)->opcode, IB_WR_REG_MR);
 	KUNIT_EXPECT_EQ(test, last_wqe(fqp, 2)->key, ib_slot_rkey(slot, 0));
@@ -1796,7 +1839,7 @@ static void ib_slot_partial_post(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
 	/* The REG_MR went out: the key it registered must be invalidated. */
 	KUNIT_EXPECT_TRUE(test, slot->mrs[0].mr->need_inval);
-	KUNIT_EXPECT_EQ(test, slot->mapped, 0);
+	KUNIT_EXPECT_EQ(test, slot->mapped[0], 0);
 	ib_slot_put(slot);
 	test_stats(env->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.in_use, 0);
@@ -1808,7 +1851,7 @@ static void ib_slot_partial_post(struct kunit *test)
 	env->fdev->reject_wr = 1;
 	KUNIT_EXPECT_EQ(test, post_reg_send(test, slot, &send), -EINVAL);
 	KUNIT_EXPECT_EQ(test, slot->sq_used, 0);
-	KUNIT_EXPECT_EQ(test, slot->mapped, 1);
+	KUNIT_EXPECT_EQ(test, slot->mapped[0], 1);
 	KUNIT_EXPECT_EQ(test, ib_slot_post(slot, &send), 0);
 	fake_complete_all(fqp);
 	test_poll(test);
@@ -1892,7 +1935,7 @@ static void ib_slot_destroy_waits(struct kunit *test)
 	struct ib_slot_qp *sqp;
 	struct ib_slot *slot;
 	struct ib_qp *qp;
-	u32 nr_cqe;
+	u32 nr_cqe = 0;
 
 	attr.pd = env->pd;
 	pool = ib_slot_pool_create(&attr);
@@ -1907,7 +1950,7 @@ static void ib_slot_destroy_waits(struct kunit *test)
 	qattr.recv_cq = env->cq;
 	qp = ib_create_qp(env->pd, &qattr);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
-	sqp = ib_slot_qp_attach(pool, qp, &qattr.cap);
+	sqp = ib_slot_qp_attach(pool, qp, &qattr.cap, 2);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sqp);
 	slot = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, slot);
@@ -2394,7 +2437,7 @@ static void ib_slot_misuse_get_dying(struct kunit *test)
 	struct ib_slot_qp *sqp;
 	struct ib_slot *a;
 	struct ib_qp *qp;
-	u32 nr_cqe;
+	u32 nr_cqe = 0;
 	int i;
 
 	attr.pd = env->pd;
@@ -2410,7 +2453,7 @@ static void ib_slot_misuse_get_dying(struct kunit *test)
 	qattr.recv_cq = env->cq;
 	qp = ib_create_qp(env->pd, &qattr);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
-	sqp = ib_slot_qp_attach(pool, qp, &qattr.cap);
+	sqp = ib_slot_qp_attach(pool, qp, &qattr.cap, 2);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sqp);
 	a = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, a);
@@ -2430,6 +2473,373 @@ static void ib_slot_misuse_get_dying(struct kunit *test)
 	ib_slot_put(a);
 	KUNIT_EXPECT_NE(test, wait_for_completion_timeout(&d.done, 10 * HZ), 0);
 	ib_destroy_qp(qp);
+}
+
+/* ---- what the ULP conversions need ---- */
+
+/*
+ * An SRP login with max_sect=131072 on a device without SG_GAPS: 34 rkey
+ * MRs per command, registered in one post and invalidated by one fence.
+ */
+static void ib_slot_many_mrs(struct kunit *test)
+{
+	struct ib_slot_profile srp = {
+		.nr_rkey_mrs = 34, .max_pages_per_mr = 256, .nr_sends = 1,
+		.fence = IB_SLOT_FENCE_SYNC,
+	};
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr send;
+	struct ib_slot_cost cost;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+
+	KUNIT_ASSERT_EQ(test, ib_slot_profile_cost(&env->fdev->ibdev, &srp,
+						   &cost), 0);
+	KUNIT_EXPECT_EQ(test, cost.sqes, 34 * 2 + 1);
+	srp.nr_rkey_mrs = IB_SLOT_MAX_MRS + 1;
+	KUNIT_EXPECT_EQ(test, ib_slot_profile_cost(&env->fdev->ibdev, &srp,
+						   &cost), -EINVAL);
+	srp.nr_rkey_mrs = 34;
+
+	test_pool(test, &srp, 2, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 2);
+	fqp = to_fqp(env->qp[0]);
+	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, 2 * 34);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, slot->nr_mrs, 34);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	/* One doorbell: 34 REG_MRs, then the SEND, only it signaled. */
+	KUNIT_EXPECT_EQ(test, env->fdev->reg_wrs, 34);
+	KUNIT_EXPECT_EQ(test, fqp->tail, 35);
+	KUNIT_EXPECT_TRUE(test, fqp->ring[34].signaled);
+	KUNIT_EXPECT_FALSE(test, fqp->ring[33].signaled);
+	KUNIT_EXPECT_EQ(test, fqp->ring[33].key, ib_slot_rkey(slot, 33));
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, NULL, test_fenced), 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->posted_inv, 34);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
+	ib_slot_put(slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.local_inv, 34);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
+}
+
+/* The profile chooses the MR type and the registration page size. */
+static void ib_slot_mr_type_page_size(struct kunit *test)
+{
+	struct ib_slot_profile p = {
+		.nr_rkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
+		.page_shift = 16, .sg_gaps = true,
+	};
+	struct test_env *env = test->priv;
+	struct ib_device *dev = &env->fdev->ibdev;
+	struct ib_slot_cost cost;
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+
+	dev->attrs.page_size_cap = SZ_4K | SZ_64K;
+	/* No SG_GAPS on this device yet. */
+	KUNIT_EXPECT_EQ(test, ib_slot_profile_cost(dev, &p, &cost), -EINVAL);
+	dev->attrs.kernel_cap_flags |= IBK_SG_GAPS_REG;
+	KUNIT_EXPECT_EQ(test, ib_slot_profile_cost(dev, &p, &cost), 0);
+	p.page_shift = 13;
+	KUNIT_EXPECT_EQ(test, ib_slot_profile_cost(dev, &p, &cost), -EINVAL);
+	p.page_shift = 11;
+	KUNIT_EXPECT_EQ(test, ib_slot_profile_cost(dev, &p, &cost), -EINVAL);
+	p.page_shift = 16;
+	p.integrity = true;
+	KUNIT_EXPECT_EQ(test, ib_slot_profile_cost(dev, &p, &cost), -EINVAL);
+	p.integrity = false;
+
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->mr_type, IB_MR_TYPE_SG_GAPS);
+	sqp = test_qp(test, 0, 1);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	sg_init_one(&sg, env, 64);
+	KUNIT_ASSERT_EQ(test, ib_slot_map_mr(slot, 0, &sg, 1, NULL,
+					     IB_ACCESS_REMOTE_READ), 1);
+	KUNIT_EXPECT_EQ(test, slot->mrs[0].mr->page_size, SZ_64K);
+	ib_slot_put(slot);
+}
+
+/* The default is what every ULP used before: PAGE_SIZE, MEM_REG. */
+static void ib_slot_mr_default_type(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->mr_type, IB_MR_TYPE_MEM_REG);
+	sqp = test_qp(test, 0, 1);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	sg_init_one(&sg, env, 64);
+	KUNIT_ASSERT_EQ(test, ib_slot_map_mr(slot, 0, &sg, 1, NULL,
+					     IB_ACCESS_REMOTE_READ), 1);
+	KUNIT_EXPECT_EQ(test, slot->mrs[0].mr->page_size, PAGE_SIZE);
+	ib_slot_put(slot);
+}
+
+/* A ULP that kept only the invalidated rkey fences with it. */
+static void ib_slot_fence_by_rkey(struct kunit *test)
+{
+	struct ib_slot_profile two = {
+		.nr_rkey_mrs = 2, .max_pages_per_mr = 16, .nr_sends = 1,
+		.fence = IB_SLOT_FENCE_SYNC,
+	};
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr send;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+
+	test_pool(test, &two, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+
+	KUNIT_ASSERT_EQ(test, ib_slot_fence_rkey(slot, ib_slot_rkey(slot, 1),
+						 test_fenced), 0);
+	/* Only MR 0 is invalidated locally. */
+	KUNIT_EXPECT_EQ(test, env->fdev->posted_inv, 1);
+	KUNIT_EXPECT_EQ(test, fqp->ring[3].opcode, IB_WR_LOCAL_INV);
+	KUNIT_EXPECT_EQ(test, fqp->ring[3].inv_rkey, ib_slot_rkey(slot, 0));
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.remote_inv, 1);
+	KUNIT_EXPECT_EQ(test, st.local_inv, 1);
+	ib_slot_put(slot);
+}
+
+/* Messages with no tag of the ULP take reserved slots, quietly failing. */
+static void ib_slot_reserved_tags(struct kunit *test)
+{
+	struct ib_slot_pool_attr attr = {
+		.profile = one_rkey, .nr_slots = 4, .nr_reserved = 2,
+		.policy = IB_SLOT_NO_EXHAUST, .done = test_done,
+	};
+	struct test_env *env = test->priv;
+	struct ib_slot *tags[4], *r0, *r1;
+	struct ib_slot_pool_stats st;
+	struct ib_slot_qp *sqp;
+	int i;
+
+	/* Only indexed pools have a tag space to reserve beyond. */
+	attr.pd = env->pd;
+	KUNIT_EXPECT_EQ(test, PTR_ERR(ib_slot_pool_create(&attr)), -EINVAL);
+
+	env->pool = NULL;
+	attr.indexed = true;
+	attr.priv_size = sizeof(struct test_req);
+	env->pool = ib_slot_pool_create(&attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->pool);
+	test_action(test, ib_slot_pool_destroy_action, env->pool);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.nr_slots, 6);
+	KUNIT_EXPECT_EQ(test, st.nr_reserved, 2);
+	sqp = test_qp(test, 0, 6);
+
+	for (i = 0; i < 4; i++) {
+		tags[i] = ib_slot_from_tag(sqp, i);
+		KUNIT_ASSERT_NOT_NULL(test, tags[i]);
+	}
+	r0 = ib_slot_get_reserved(sqp);
+	r1 = ib_slot_get_reserved(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, r0);
+	KUNIT_ASSERT_NOT_NULL(test, r1);
+	KUNIT_EXPECT_GE(test, min(r0->tag, r1->tag), 4);
+	KUNIT_EXPECT_NE(test, r0->tag, r1->tag);
+	KUNIT_EXPECT_EQ(test, r0->nr_mrs, 1);
+	/* All reserved slots out: no warning, no misuse, just none. */
+	KUNIT_EXPECT_NULL(test, ib_slot_get_reserved(sqp));
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 6);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	KUNIT_EXPECT_EQ(test, st.exhausted, 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 0);
+
+	ib_slot_put(r1);
+	KUNIT_EXPECT_PTR_EQ(test, ib_slot_get_reserved(sqp), r1);
+	ib_slot_put(r0);
+	ib_slot_put(r1);
+	for (i = 0; i < 4; i++)
+		ib_slot_put(tags[i]);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+}
+
+/*
+ * Two pools on one QP, sized together: a request pool with MRs and an
+ * MR-less side pool.  Full, then flushed, the Send Queue and the exactly
+ * sized CQ hold every WR and every completion.
+ */
+static void ib_slot_pools_share_qp(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr attr = { .qp_type = IB_QPT_RC };
+	struct ib_slot_pool *reqs, *side;
+	struct ib_send_wr send[6];
+	struct ib_slot *slots[6];
+	struct ib_slot_qp *sr, *ss;
+	struct fake_qp *fqp;
+	u32 nr_cqe = 0;
+	int i;
+
+	side = test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	reqs = test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST, 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(reqs, 4, &attr, &nr_cqe), 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(side, 2, &attr, &nr_cqe), 0);
+	/* The drain entry once, not once per pool. */
+	KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, 4 * 3 + 2 * 1 + 1);
+	KUNIT_EXPECT_EQ(test, attr.cap.max_recv_wr, 1);
+	KUNIT_EXPECT_EQ(test, nr_cqe, 4 * 3 + 2 * 1 + 2);
+	env->cq = test_cq(test, nr_cqe);
+	attr.send_cq = env->cq;
+	attr.recv_cq = env->cq;
+	env->qp[0] = ib_create_qp(env->pd, &attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->qp[0]);
+	test_action(test, ib_destroy_qp_action, env->qp[0]);
+	fqp = to_fqp(env->qp[0]);
+	sr = ib_slot_qp_attach(reqs, env->qp[0], &attr.cap, 4);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sr);
+	test_action(test, ib_slot_qp_detach_action, sr);
+	ss = ib_slot_qp_attach(side, env->qp[0], &attr.cap, 2);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, ss);
+	test_action(test, ib_slot_qp_detach_action, ss);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sr), 12);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(ss), 2);
+
+	for (i = 0; i < 6; i++) {
+		slots[i] = ib_slot_get(i < 4 ? sr : ss);
+		KUNIT_ASSERT_NOT_NULL(test, slots[i]);
+		if (i < 4) {
+			KUNIT_ASSERT_EQ(test, post_reg_send(test, slots[i],
+							    &send[i]), 0);
+		} else {
+			send[i] = (struct ib_send_wr){ .opcode = IB_WR_SEND };
+			KUNIT_ASSERT_EQ(test, ib_slot_post(slots[i], &send[i]),
+					0);
+		}
+	}
+	/* The side pool is at its share: the request pool's room is its own. */
+	KUNIT_EXPECT_NULL(test, ib_slot_get(ss));
+	fake_fail(fqp, IB_WC_RETRY_EXC_ERR);
+	test_poll(test);
+	for (i = 0; i < 6; i++) {
+		KUNIT_EXPECT_EQ(test, req_of(slots[i])->done, 1);
+		ib_slot_put(slots[i]);
+	}
+	KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
+	env->pool = side;
+}
+
+/*
+ * The device grants a larger Send Queue than asked (rxe and mlx5 round
+ * up): the QP still holds only the slots its CQ was sized for, so a flush
+ * cannot overflow that CQ.
+ */
+static void ib_slot_share_bounded_by_caps(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr send[7];
+	struct ib_slot *slots[7];
+	struct ib_slot_qp *sqp;
+	struct fake_qp *fqp;
+	int i, got = 0;
+
+	env->fdev->sq_grant_round = true;
+	test_pool(test, &send_only, 8, IB_SLOT_BACKPRESSURE, 0);
+	/* 4 slots and the drain ask for 5 entries; the device grants 8. */
+	sqp = test_qp(test, 0, 4);
+	fqp = to_fqp(env->qp[0]);
+	KUNIT_EXPECT_EQ(test, fqp->cap, 8);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 4);
+	for (i = 0; i < 7; i++) {
+		slots[i] = ib_slot_get(sqp);
+		if (!slots[i])
+			continue;
+		got++;
+		send[i] = (struct ib_send_wr){ .opcode = IB_WR_SEND };
+		KUNIT_EXPECT_EQ(test, ib_slot_post(slots[i], &send[i]), 0);
+	}
+	KUNIT_EXPECT_EQ(test, got, 4);
+	fake_fail(fqp, IB_WC_RETRY_EXC_ERR);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
+	for (i = 0; i < 7; i++)
+		if (slots[i])
+			ib_slot_put(slots[i]);
+}
+
+/*
+ * A waiter stuck on its own QP's fair share holds back that QP only:
+ * another QP's gets still take free slots without queueing.
+ */
+static void ib_slot_share_waiter_local(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot *a[2], *b[2];
+	struct ib_slot_pool_stats st;
+	struct ib_slot_qp *sa, *sb;
+	struct test_waiter tw;
+	int order[1], pos = 0;
+	int i;
+
+	test_pool(test, &send_only, 8, IB_SLOT_BACKPRESSURE, 2);
+	sa = test_qp(test, 0, 4);
+	sb = test_qp(test, 1, 4);
+	for (i = 0; i < 2; i++) {
+		a[i] = ib_slot_get(sa);
+		KUNIT_ASSERT_NOT_NULL(test, a[i]);
+	}
+	waiter_init(&tw, sa, 1, 0, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&tw.w), -EAGAIN);
+	KUNIT_EXPECT_TRUE(test, ib_slot_qp_has_waiters(sa));
+	KUNIT_EXPECT_FALSE(test, ib_slot_qp_has_waiters(sb));
+	/* Its own QP's next get queues behind it. */
+	KUNIT_EXPECT_NULL(test, ib_slot_get(sa));
+
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.exhausted, 2);
+	for (i = 0; i < 2; i++) {
+		b[i] = ib_slot_get(sb);
+		KUNIT_EXPECT_NOT_NULL(test, b[i]);
+	}
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.exhausted, 2);
+
+	ib_slot_put(a[0]);
+	KUNIT_EXPECT_EQ(test, tw.resumed, 1);
+	KUNIT_EXPECT_FALSE(test, ib_slot_qp_has_waiters(sa));
+	put_all(&tw);
+	ib_slot_put(a[1]);
+	for (i = 0; i < 2; i++)
+		if (b[i])
+			ib_slot_put(b[i]);
 }
 
 static struct kunit_case ib_slot_test_cases[] = {
@@ -2465,6 +2875,24 @@ static struct kunit_case ib_slot_lifetime_test_cases[] = {
 	KUNIT_CASE(ib_slot_detach_cancels_waiters),
 	KUNIT_CASE(ib_slot_fence_flushed_counts),
 	{}
+};
+
+static struct kunit_case ib_slot_api_test_cases[] = {
+	KUNIT_CASE(ib_slot_many_mrs),
+	KUNIT_CASE(ib_slot_mr_type_page_size),
+	KUNIT_CASE(ib_slot_mr_default_type),
+	KUNIT_CASE(ib_slot_fence_by_rkey),
+	KUNIT_CASE(ib_slot_reserved_tags),
+	KUNIT_CASE(ib_slot_pools_share_qp),
+	KUNIT_CASE(ib_slot_share_bounded_by_caps),
+	KUNIT_CASE(ib_slot_share_waiter_local),
+	{}
+};
+
+static struct kunit_suite ib_slot_api_test_suite = {
+	.name = "ib_slot_api",
+	.init = ib_slot_test_init,
+	.test_cases = ib_slot_api_test_cases,
 };
 
 static struct kunit_suite ib_slot_lifetime_test_suite = {
@@ -2526,6 +2954,7 @@ static struct kunit_suite ib_slot_misuse_test_suite = {
 
 kunit_test_suites(&ib_slot_test_suite, &ib_slot_cost_test_suite,
 		  &ib_slot_stress_test_suite, &ib_slot_lifetime_test_suite,
+		  &ib_slot_api_test_suite,
 		  &ib_slot_misuse_test_suite);
 
 MODULE_DESCRIPTION("KUnit tests for ib_slot pools");

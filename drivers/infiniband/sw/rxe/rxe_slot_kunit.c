@@ -312,11 +312,13 @@ static struct rsk_end *rsk_end(struct rsk_ctx *ctx, struct ib_slot_pool *pool,
 	};
 	struct ib_qp_budget budget;
 	struct ib_qp *qp;
-	u32 nr_cqe;
+	u32 nr_cqe = 0;
 	int i;
 
 	KUNIT_ASSERT_LT(test, ctx->nr_ends, ARRAY_SIZE(ctx->end));
 	if (pool) {
+		/* Sized from zero: ib_slot_qp_caps() adds what slots need. */
+		init.cap.max_send_wr = 0;
 		KUNIT_ASSERT_EQ(test, 0, ib_slot_qp_caps(pool, nr_slots, &init,
 							 &nr_cqe));
 	} else {
@@ -338,7 +340,8 @@ static struct rsk_end *rsk_end(struct rsk_ctx *ctx, struct ib_slot_pool *pool,
 	e->qp = qp;
 	e->cap = init.cap;
 	if (pool) {
-		struct ib_slot_qp *sqp = ib_slot_qp_attach(pool, qp, &e->cap);
+		struct ib_slot_qp *sqp = ib_slot_qp_attach(pool, qp, &e->cap,
+							   nr_slots);
 
 		KUNIT_ASSERT_FALSE(test, IS_ERR(sqp));
 		e->sqp = sqp;

@@ -497,6 +497,7 @@ static int bench_setup_pool(struct bench_env *env, int i)
 		env->pool[i] = NULL;
 		return ret;
 	}
+	nr_cqe = 0;
 	ret = ib_slot_qp_caps(env->pool[i], BENCH_DEPTH, &qp_attr, &nr_cqe);
 	if (ret)
 		return ret;
@@ -504,7 +505,7 @@ static int bench_setup_pool(struct bench_env *env, int i)
 	if (IS_ERR(qp))
 		return PTR_ERR(qp);
 	env->qp[i] = qp;
-	sqp = ib_slot_qp_attach(env->pool[i], qp, &qp_attr.cap);
+	sqp = ib_slot_qp_attach(env->pool[i], qp, &qp_attr.cap, BENCH_DEPTH);
 	if (IS_ERR(sqp))
 		return PTR_ERR(sqp);
 	env->sqp[i] = sqp;

@@ -31,10 +31,10 @@ read_pool() {
 sample() {
 	local -A s c m
 	local f d t use=0 size=0
-	for f in "$POOLS"/ex-server-*; do
+	for f in "$POOLS"/ex-server-*/stats; do
 		read_pool "$f" s 2>/dev/null || return 1
 	done
-	for f in "$POOLS"/ex-client-*; do
+	for f in "$POOLS"/ex-client-*/stats; do
 		[ -e "$f" ] || continue
 		read_pool "$f" c
 		use=$((use + c[in_use])) size=$((size + c[size]))

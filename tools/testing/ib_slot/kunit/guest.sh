@@ -10,6 +10,13 @@ out=/run/out
 pow=/proc/sys/kernel/panic_on_warn
 rc=0
 [ -r "$1" ] || { echo "kunit: cannot read $1"; exit 1; }
+# Fail-nth sweeps fail GFP_KERNEL allocations too, quietly; nothing else
+# fails (probability stays 0).
+fs=/sys/kernel/debug/failslab
+if [ -d $fs ]; then
+	echo N > $fs/ignore-gfp-wait
+	echo 0 > $fs/verbose
+fi
 while read -r warn glob mods; do
 	case $warn in ''|'#'*) continue ;; esac
 	for m in $mods; do

@@ -9,7 +9,7 @@
 # <base>/mod-<flavour>, which run.sh passes to the guest as IB_SLOT_MODDIR.
 #
 # Every figure comes from debugfs: the module's counters in $EX/stats and
-# each pool's file in $POOLS (ex-server-<id>, ex-client-<id>).
+# each pool's stats in $POOLS/<pool>/stats (ex-server-<id>, ex-client-<id>).
 
 ULP_KO=${IB_SLOT_MODDIR%/mod-*}/ext-${IB_SLOT_MODDIR##*/mod-}/ulp/ib_slot_example.ko
 EX=/sys/kernel/debug/ib_slot_example
@@ -38,10 +38,10 @@ ex_stat() {
 
 ex_state_is() { [ "$(ex_stat state)" = "$1" ]; }
 
-# pool_files <server|client>: the debugfs files of the ULP's pools.
+# pool_files <server|client>: the debugfs stats files of the ULP's pools.
 pool_files() {
 	local f
-	for f in "$POOLS"/ex-"$1"-*; do
+	for f in "$POOLS"/ex-"$1"-*/stats; do
 		[ -e "$f" ] && echo "$f"
 	done
 }
@@ -146,6 +146,18 @@ ulp_check_balances() {
 		log "pools idle: in_use 0, waiters 0, every QP's credits_out 0"
 	fi
 	[ -f "$s" ]
+}
+
+# check_one_cut_short <reqs>: after one QP's error, every client but one
+# verified all its <reqs> requests.
+check_one_cut_short() {
+	local side idx v full=0 short=0
+	while read -r side idx _ _ _ _ _ _ _ v; do
+		[ "$side" = client ] || continue
+		if [ "$v" = "$1" ]; then full=$((full + 1)); else short=$((short + 1)); fi
+	done < "$EX/stats"
+	check_eq "clients with every request verified" $full $((CONNS - 1))
+	check_eq "clients cut short" $short 1
 }
 
 # siw_setup: soft-iWARP siw0 on its own dummy netdev, so that RDMA/CM maps

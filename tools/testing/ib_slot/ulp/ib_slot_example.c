@@ -925,7 +925,7 @@ static int ex_conn_create_qp(struct ex_conn *conn, struct ib_slot_pool *pool,
 			     u32 nr_slots, struct ib_cq *cq)
 {
 	struct ib_qp_init_attr init;
-	u32 nr_cqe, i;
+	u32 nr_cqe = 0, i;
 	int ret;
 
 	ex_qp_init(&init, conn);
@@ -950,8 +950,8 @@ static int ex_conn_create_qp(struct ex_conn *conn, struct ib_slot_pool *pool,
 		return ret;
 	conn->qp = conn->cm_id->qp;
 	conn->qp_num = conn->qp->qp_num;
-	/* The caps the device granted decide how many slots fit. */
-	conn->sqp = ib_slot_qp_attach(pool, conn->qp, &init.cap);
+	/* The QP holds what its CQ was sized for, whatever was granted. */
+	conn->sqp = ib_slot_qp_attach(pool, conn->qp, &init.cap, nr_slots);
 	if (IS_ERR(conn->sqp)) {
 		ret = PTR_ERR(conn->sqp);
 		conn->sqp = NULL;
@@ -1276,7 +1276,7 @@ static int ex_server_start(void)
 		.done = ex_server_done,
 	};
 	struct ib_qp_init_attr init;
-	u32 nr_cqe;
+	u32 nr_cqe = 0;
 	int ret;
 
 	ex.listen_id = rdma_create_id(&init_net, ex_server_cm_handler, NULL,
