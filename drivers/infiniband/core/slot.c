@@ -65,6 +65,8 @@ struct ib_slot_pool {
 	void (*done)(struct ib_slot *slot, const struct ib_wc *wc);
 	/* Send Queue units per WR, by opcode; 0: the provider refuses it. */
 	u8			units[IB_SLOT_NR_OPCODES];
+	/* Opcodes whose signaled WR completes more than once (mlx5 PI UMRs). */
+	unsigned long		multi_cqe;
 
 	/* Free tags; of an indexed pool, free reserved slots. */
 	struct sbitmap		map;
@@ -379,22 +381,63 @@ static int ib_slot_alloc_mrs(struct ib_slot_pool *pool)
 	return 0;
 }
 
-static void ib_slot_fill_units(struct ib_slot_pool *pool)
+/*
+ * The Send Queue units of a WR of each opcode on a QP of @attr, and the
+ * opcodes whose signaled WR completes more than once.
+ */
+static void ib_slot_op_units(struct ib_slot_pool *pool,
+			     const struct ib_qp_init_attr *attr,
+			     u8 units[IB_SLOT_NR_OPCODES],
+			     unsigned long *multi_cqe)
 {
 	u32 sge = max(pool->profile.max_send_sge, 1U);
-	struct ib_qp_init_attr attr;
 	struct ib_wr_cost c;
 	int op;
 
-	ib_slot_qp_attr(&pool->profile, &attr);
 	for (op = 0; op < IB_SLOT_NR_OPCODES; op++) {
 		/* Registration and invalidation WRs carry no SGE. */
 		u32 nsge = op == IB_WR_REG_MR || op == IB_WR_REG_MR_INTEGRITY ||
 			   op == IB_WR_LOCAL_INV ? 0 : sge;
 
-		if (!ib_get_wr_cost(pool->dev, &attr, op, nsge, &c))
-			pool->units[op] = min_t(u16, c.sq_units, U8_MAX);
+		units[op] = 0;
+		if (ib_get_wr_cost(pool->dev, attr, op, nsge, &c))
+			continue;
+		units[op] = min_t(u16, c.sq_units, U8_MAX);
+		if (c.cqe_signaled > 1)
+			__set_bit(op, multi_cqe);
 	}
+}
+
+static void ib_slot_fill_units(struct ib_slot_pool *pool)
+{
+	struct ib_qp_init_attr attr;
+
+	ib_slot_qp_attr(&pool->profile, &attr);
+	ib_slot_op_units(pool, &attr, pool->units, &pool->multi_cqe);
+}
+
+/*
+ * Costs were computed for an RC QP; @qp may cost more per WR (an XRC
+ * initiator's REG_MR takes one more block on mlx5).  Slots charged at the
+ * pool's rates would then overrun its Send Queue: such a QP is refused.
+ */
+static bool ib_slot_qp_costs_more(struct ib_slot_pool *pool,
+				  struct ib_qp *qp,
+				  const struct ib_qp_cap *granted)
+{
+	struct ib_qp_init_attr attr;
+	u8 units[IB_SLOT_NR_OPCODES];
+	unsigned long multi = 0;
+	int op;
+
+	ib_slot_qp_attr(&pool->profile, &attr);
+	attr.qp_type = qp->qp_type;
+	attr.cap = *granted;
+	ib_slot_op_units(pool, &attr, units, &multi);
+	for (op = 0; op < IB_SLOT_NR_OPCODES; op++)
+		if (pool->units[op] && units[op] > pool->units[op])
+			return true;
+	return multi & ~pool->multi_cqe;
 }
 
 static int ib_slot_pool_show(struct seq_file *s, void *unused)
@@ -562,6 +605,9 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	init_llist_head(&pool->recycle);
 	INIT_DELAYED_WORK(&pool->recycle_work, ib_slot_recycle_work);
 	pool->id = ida_alloc(&ib_slot_ida, GFP_KERNEL);
+	ret = pool->id;
+	if (ret < 0)
+		goto out_free;
 	snprintf(pool->name, sizeof(pool->name), "%s-%d",
 		 attr->name ?: "pool", pool->id);
 
@@ -840,6 +886,8 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 	else if (depth + pool->units[IB_WR_RDMA_WRITE] > granted->max_send_wr ||
 		 (u64)nr_slots * pool->cost.rqes > granted->max_recv_wr)
 		why = "is too small";
+	else if (ib_slot_qp_costs_more(pool, qp, granted))
+		why = "costs more per WR than the pool was sized for";
 	if (why) {
 		dev_warn(&pool->dev->dev,
 			 "ib_slot: %s: QP %u %s (%u of %u slots)\n",
@@ -1771,6 +1819,14 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 		return -ENOSPC;
 
 	last = container_of(tail, struct ib_send_wr, next);
+	/*
+	 * The signaled tail runs done() once per completion: a WR the
+	 * device completes several times (an integrity registration on
+	 * mlx5 is two signaled UMRs) must be followed by one that does not.
+	 */
+	if (ib_slot_misuse(pool, last->opcode < IB_SLOT_NR_OPCODES &&
+			   test_bit(last->opcode, &pool->multi_cqe)))
+		return -EINVAL;
 	last->wr_cqe = &slot->cqe;
 	last->send_flags |= IB_SEND_SIGNALED;
 

@@ -56,6 +56,8 @@ struct fake_ibdev {
 	u32			reject_wr;	/* refuse the nth WR of a post */
 	u32			complete_in_post; /* posts done inside post_send */
 	enum ib_mr_type		mr_type;	/* of the last MR allocated */
+	bool			xrc_costs_more;	/* XRC_INI REG_MR: one unit more */
+	bool			pi_two_cqes;	/* REG_MR_INTEGRITY completes twice */
 	unsigned int		reg_wrs;	/* REG_MR WRs posted */
 };
 
@@ -205,8 +207,14 @@ static int fake_get_wr_cost(struct ib_device *ibdev,
 			    enum ib_wr_opcode opcode, u32 num_sge,
 			    struct ib_wr_cost *cost)
 {
-	cost->sq_units = fake_units(to_fdev(ibdev), opcode);
-	cost->cqe_signaled = 1;
+	struct fake_ibdev *fdev = to_fdev(ibdev);
+
+	cost->sq_units = fake_units(fdev, opcode);
+	if (fdev->xrc_costs_more && attr->qp_type == IB_QPT_XRC_INI &&
+	    opcode == IB_WR_REG_MR)
+		cost->sq_units++;
+	cost->cqe_signaled = fdev->pi_two_cqes &&
+			     opcode == IB_WR_REG_MR_INTEGRITY ? 2 : 1;
 	cost->cqe_error = 1;
 	return 0;
 }
@@ -2534,6 +2542,27 @@ static void ib_slot_many_mrs(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
 }
 
+/* A pool of @p allocates MRs of @type and registers them with @page_size. */
+static void check_mr_reg(struct kunit *test, const struct ib_slot_profile *p,
+			 enum ib_mr_type type, u32 page_size)
+{
+	struct test_env *env = test->priv;
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+
+	test_pool(test, p, 1, IB_SLOT_NO_EXHAUST, 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->mr_type, type);
+	sqp = test_qp(test, 0, 1);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	sg_init_one(&sg, env, 64);
+	KUNIT_ASSERT_EQ(test, ib_slot_map_mr(slot, 0, &sg, 1, NULL,
+					     IB_ACCESS_REMOTE_READ), 1);
+	KUNIT_EXPECT_EQ(test, slot->mrs[0].mr->page_size, page_size);
+	ib_slot_put(slot);
+}
+
 /* The profile chooses the MR type and the registration page size. */
 static void ib_slot_mr_type_page_size(struct kunit *test)
 {
@@ -2544,9 +2573,6 @@ static void ib_slot_mr_type_page_size(struct kunit *test)
 	struct test_env *env = test->priv;
 	struct ib_device *dev = &env->fdev->ibdev;
 	struct ib_slot_cost cost;
-	struct scatterlist sg;
-	struct ib_slot_qp *sqp;
-	struct ib_slot *slot;
 
 	dev->attrs.page_size_cap = SZ_4K | SZ_64K;
 	/* No SG_GAPS on this device yet. */
@@ -2562,36 +2588,13 @@ static void ib_slot_mr_type_page_size(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ib_slot_profile_cost(dev, &p, &cost), -EINVAL);
 	p.integrity = false;
 
-	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
-	KUNIT_EXPECT_EQ(test, env->fdev->mr_type, IB_MR_TYPE_SG_GAPS);
-	sqp = test_qp(test, 0, 1);
-	slot = ib_slot_get(sqp);
-	KUNIT_ASSERT_NOT_NULL(test, slot);
-	sg_init_one(&sg, env, 64);
-	KUNIT_ASSERT_EQ(test, ib_slot_map_mr(slot, 0, &sg, 1, NULL,
-					     IB_ACCESS_REMOTE_READ), 1);
-	KUNIT_EXPECT_EQ(test, slot->mrs[0].mr->page_size, SZ_64K);
-	ib_slot_put(slot);
+	check_mr_reg(test, &p, IB_MR_TYPE_SG_GAPS, SZ_64K);
 }
 
 /* The default is what every ULP used before: PAGE_SIZE, MEM_REG. */
 static void ib_slot_mr_default_type(struct kunit *test)
 {
-	struct test_env *env = test->priv;
-	struct scatterlist sg;
-	struct ib_slot_qp *sqp;
-	struct ib_slot *slot;
-
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
-	KUNIT_EXPECT_EQ(test, env->fdev->mr_type, IB_MR_TYPE_MEM_REG);
-	sqp = test_qp(test, 0, 1);
-	slot = ib_slot_get(sqp);
-	KUNIT_ASSERT_NOT_NULL(test, slot);
-	sg_init_one(&sg, env, 64);
-	KUNIT_ASSERT_EQ(test, ib_slot_map_mr(slot, 0, &sg, 1, NULL,
-					     IB_ACCESS_REMOTE_READ), 1);
-	KUNIT_EXPECT_EQ(test, slot->mrs[0].mr->page_size, PAGE_SIZE);
-	ib_slot_put(slot);
+	check_mr_reg(test, &one_rkey, IB_MR_TYPE_MEM_REG, PAGE_SIZE);
 }
 
 /* A ULP that kept only the invalidated rkey fences with it. */
@@ -2842,6 +2845,144 @@ static void ib_slot_share_waiter_local(struct kunit *test)
 			ib_slot_put(b[i]);
 }
 
+/*
+ * Costs are the pool's, computed for an RC QP: a QP whose WRs cost more
+ * (an XRC initiator's REG_MR on mlx5) is refused rather than overrun.
+ */
+static void ib_slot_qp_type_costs(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr attr = { .qp_type = IB_QPT_XRC_INI };
+	struct ib_slot_qp *sqp;
+	u32 nr_cqe = 0;
+
+	env->fdev->xrc_costs_more = true;
+	test_pool(test, &one_rkey, 2, IB_SLOT_NO_EXHAUST, 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 2, &attr, &nr_cqe), 0);
+	env->cq = test_cq(test, nr_cqe);
+	attr.send_cq = env->cq;
+	attr.recv_cq = env->cq;
+	env->qp[0] = ib_create_qp(env->pd, &attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->qp[0]);
+	test_action(test, ib_destroy_qp_action, env->qp[0]);
+	sqp = ib_slot_qp_attach(env->pool, env->qp[0], &attr.cap, 2);
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(sqp), -EINVAL);
+	if (!IS_ERR(sqp))
+		ib_slot_qp_detach(sqp);
+	/* The same QP type costing what an RC QP costs attaches. */
+	env->fdev->xrc_costs_more = false;
+	sqp = ib_slot_qp_attach(env->pool, env->qp[0], &attr.cap, 2);
+	KUNIT_EXPECT_FALSE(test, IS_ERR(sqp));
+	if (!IS_ERR(sqp))
+		ib_slot_qp_detach(sqp);
+}
+
+/*
+ * Every allocation of pool create and QP attach fails in turn (fail-nth):
+ * each failure gives -ENOMEM and leaves no MR behind; only debugfs may
+ * fail quietly.
+ */
+static void ib_slot_create_fail_nth(struct kunit *test)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_attr attr = {
+		.pd = env->pd, .profile = one_rkey, .nr_slots = 4,
+		.policy = IB_SLOT_BACKPRESSURE, .priv_size = 64,
+		.name = "nth", .done = test_done,
+	};
+	struct ib_qp_init_attr qattr = { .qp_type = IB_QPT_RC };
+	unsigned int n, left, failed = 0, quiet = 0;
+	struct ib_slot_pool *pool;
+	struct ib_slot_qp *sqp;
+	u32 nr_cqe = 0;
+
+	/* A QP to attach to, sized by a pool made without faults. */
+	pool = test_pool(test, &one_rkey, 4, IB_SLOT_BACKPRESSURE, 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(pool, 4, &qattr, &nr_cqe), 0);
+	env->cq = test_cq(test, nr_cqe);
+	qattr.send_cq = env->cq;
+	qattr.recv_cq = env->cq;
+	env->qp[0] = ib_create_qp(env->pd, &qattr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->qp[0]);
+	test_action(test, ib_destroy_qp_action, env->qp[0]);
+
+	for (n = 1; n < 1000; n++) {
+		unsigned int mrs = env->fdev->nr_mrs;
+
+		sqp = NULL;
+		WRITE_ONCE(current->fail_nth, n);
+		pool = ib_slot_pool_create(&attr);
+		if (!IS_ERR(pool))
+			sqp = ib_slot_qp_attach(pool, env->qp[0], &qattr.cap, 4);
+		left = READ_ONCE(current->fail_nth);
+		WRITE_ONCE(current->fail_nth, 0);
+		if (IS_ERR(pool)) {
+			KUNIT_EXPECT_EQ(test, PTR_ERR(pool), -ENOMEM);
+			KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs);
+			failed++;
+			continue;
+		}
+		if (IS_ERR(sqp)) {
+			KUNIT_EXPECT_EQ(test, PTR_ERR(sqp), -ENOMEM);
+			failed++;
+		} else {
+			ib_slot_qp_detach(sqp);
+			/* The nth allocation failed, and nothing noticed. */
+			quiet += !left;
+		}
+		ib_slot_pool_destroy(pool);
+		KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs);
+		/* Fewer than n allocations: every one has failed once. */
+		if (left)
+			break;
+	}
+	kunit_info(test, "%u allocations: %u failed cleanly, %u (debugfs) quietly\n",
+		   n - 1, failed, quiet);
+	KUNIT_EXPECT_LT(test, n, 1000);
+	KUNIT_EXPECT_GT(test, failed, 4 * one_rkey.nr_rkey_mrs);
+#else
+	kunit_skip(test, "needs CONFIG_FAULT_INJECTION");
+#endif
+}
+
+/*
+ * A registration the device completes twice (mlx5: REG_MR_INTEGRITY with a
+ * PI MR is two signaled UMRs) cannot be a post's signaled tail: done()
+ * would run twice.  Refused before the doorbell; followed by a SEND it
+ * posts.
+ */
+static void ib_slot_misuse_multi_cqe_tail(struct kunit *test)
+{
+	struct ib_slot_profile pi = {
+		.nr_rkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
+		.integrity = true,
+	};
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+
+	env->fdev->pi_two_cqes = true;
+	test_pool(test, &pi, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	sg_init_one(&sg, env, 64);
+	map_all(test, slot, &sg);
+	KUNIT_EXPECT_EQ(test, ib_slot_post(slot, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, env->fdev->posted, 0);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.misuse, 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_post(slot, &send), 0);
+	fake_complete_all(to_fqp(env->qp[0]));
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	ib_slot_put(slot);
+}
+
 static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_no_exhaust_depth),
 	KUNIT_CASE(ib_slot_indexed_tags),
@@ -2886,6 +3027,8 @@ static struct kunit_case ib_slot_api_test_cases[] = {
 	KUNIT_CASE(ib_slot_pools_share_qp),
 	KUNIT_CASE(ib_slot_share_bounded_by_caps),
 	KUNIT_CASE(ib_slot_share_waiter_local),
+	KUNIT_CASE(ib_slot_qp_type_costs),
+	KUNIT_CASE(ib_slot_create_fail_nth),
 	{}
 };
 
@@ -2943,6 +3086,7 @@ static struct kunit_case ib_slot_misuse_test_cases[] = {
 	KUNIT_CASE(ib_slot_misuse_over_profile),
 	KUNIT_CASE(ib_slot_misuse_tag_and_detach),
 	KUNIT_CASE_SLOW(ib_slot_misuse_get_dying),
+	KUNIT_CASE(ib_slot_misuse_multi_cqe_tail),
 	{}
 };
 
