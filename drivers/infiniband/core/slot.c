@@ -477,11 +477,11 @@ static ssize_t ib_slot_qp_error_write(struct file *file,
 				      const char __user *buf, size_t count,
 				      loff_t *ppos)
 {
-	struct ib_slot_pool *pool = file_inode(file)->i_private;
+	struct ib_slot_pool *pool = file->private_data;
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	struct ib_slot_qp *sqp;
-	int ret = -ENOENT;
 	u32 qp_num;
+	int ret;
 
 	ret = kstrtou32_from_user(buf, count, 0, &qp_num);
 	if (ret)
@@ -1313,6 +1313,19 @@ int ib_slot_get_bulk(struct ib_slot_qp *sqp, unsigned int nr,
 }
 EXPORT_SYMBOL(ib_slot_get_bulk);
 
+/* An indexed pool's slot, already marked in use, is @sqp's now. */
+static struct ib_slot *ib_slot_claim(struct ib_slot_qp *sqp,
+				     struct ib_slot *slot)
+{
+	struct ib_slot_pool *pool = sqp->pool;
+	int avail = atomic_dec_return(&pool->avail);
+
+	atomic_inc(&sqp->nr_held);
+	ib_slot_bind(sqp, slot);
+	ib_slot_note_use(pool, avail);
+	return slot;
+}
+
 /**
  * ib_slot_from_tag - take the slot of an indexed pool that a tag names
  * @sqp: the QP the slot will post on
@@ -1330,7 +1343,6 @@ struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag)
 {
 	struct ib_slot_pool *pool = sqp->pool;
 	struct ib_slot *slot;
-	int avail;
 
 	if (ib_slot_misuse(pool, !pool->indexed || tag >= pool->nr_tags ||
 			   READ_ONCE(pool->dying)))
@@ -1343,11 +1355,7 @@ struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag)
 	if (ib_slot_misuse(pool, test_and_set_bit(IB_SLOT_F_IN_USE,
 						  &slot->flags)))
 		return NULL;
-	avail = atomic_dec_return(&pool->avail);
-	atomic_inc(&sqp->nr_held);
-	ib_slot_bind(sqp, slot);
-	ib_slot_note_use(pool, avail);
-	return slot;
+	return ib_slot_claim(sqp, slot);
 }
 EXPORT_SYMBOL(ib_slot_from_tag);
 
@@ -1367,7 +1375,7 @@ struct ib_slot *ib_slot_get_reserved(struct ib_slot_qp *sqp)
 {
 	struct ib_slot_pool *pool = sqp->pool;
 	struct ib_slot *slot;
-	int bit, avail;
+	int bit;
 
 	if (ib_slot_misuse(pool, !pool->indexed || READ_ONCE(pool->dying)))
 		return NULL;
@@ -1378,11 +1386,7 @@ struct ib_slot *ib_slot_get_reserved(struct ib_slot_qp *sqp)
 	}
 	slot = ib_slot_at(pool, pool->nr_tags + bit);
 	set_bit(IB_SLOT_F_IN_USE, &slot->flags);
-	avail = atomic_dec_return(&pool->avail);
-	atomic_inc(&sqp->nr_held);
-	ib_slot_bind(sqp, slot);
-	ib_slot_note_use(pool, avail);
-	return slot;
+	return ib_slot_claim(sqp, slot);
 }
 EXPORT_SYMBOL(ib_slot_get_reserved);
 
