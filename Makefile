@@ -2,7 +2,7 @@
 # ib_slot: the single entry point.  "make help" lists the targets.
 
 T := tools/testing/ib_slot
-export KSRC DEBUG
+export KSRC DEBUG KCSAN
 
 .PHONY: help run check kunit vmtest series build prepare deps clean bench
 
@@ -17,7 +17,7 @@ help:
 	@echo "  build    prepare the tree and build the test kernel"
 	@echo "  prepare  unpack the base tree, link the new files, apply the quilt series"
 	@echo "  clean    remove out/ here and this base's prepared tree and build directories"
-	@echo "Variables: KSRC=<6.12+ tree> (default: Debian's linux-source-6.12), DEBUG=1 (KASAN, kmemleak)"
+	@echo "Variables: KSRC=<6.12+ tree> (default: Debian's linux-source-6.12), DEBUG=1 (KASAN, kmemleak), KCSAN=1 (data races)"
 
 run: build
 	$(T)/run.sh

@@ -10,6 +10,7 @@ set -e
 frags=("$TOOLS/configs/ib-slot.config")
 [ "$FLAVOUR" = debug ] && frags+=("$TOOLS/configs/debug.config")
 [ "$FLAVOUR" = bench ] && frags+=("$TOOLS/bench/bench.config")
+[ "$FLAVOUR" = kcsan ] && frags+=("$TOOLS/configs/kcsan.config")
 
 configure() {
 	say "configuring $FLAVOUR kernel in $BUILD"

@@ -58,7 +58,7 @@ say "kunit VM finished in $(since "$t0") s (exit $vmrc), logs in $out"
 
 # One line per suite from kunit/results.py, which has kunit.py parse the
 # log: "<suite> <passed> <failed> <skipped> <crashed> <warnings> <from
-# slot.c>", then "unexpected <warnings>".
+# the core>", then "unexpected <warnings>".
 args=()
 while read -r _ suite pow; do args+=("$suite:$pow"); done < "$list"
 touch "$out/dmesg.txt"
@@ -80,16 +80,16 @@ while read -r suite p f s c nw ns; do
 	# Warnings were expected: every one must come from ib_slot.
 	if awk -v s="$suite" '$2 == s && $3 == 0 { ok = 1 } END { exit !ok }' "$list"; then
 		[ "${nw:-0}" -gt 0 ] && [ "$nw" = "$ns" ]
-		verdict $? "kunit/$suite-warnings" "$ns of ${nw:-0} warnings from slot.c"
+		verdict $? "kunit/$suite-warnings" "$ns of ${nw:-0} warnings from the core's slot*.c"
 	fi
 done < <(python3 "$TOOLS/kunit/results.py" "$SRC/tools/testing/kunit/kunit.py" \
 	     "$out/dmesg.txt" "$out" "${args[@]}")
 
 # A KASAN, lockdep or other kernel report fails the run, whatever KUnit said.
-bad=$(grep -alE 'BUG: |KASAN|possible (recursive|circular) locking|inconsistent lock state|Kernel panic' \
+bad=$(grep -alE 'BUG: |KASAN|KCSAN|possible (recursive|circular) locking|inconsistent lock state|Kernel panic' \
 	"$out/dmesg.txt" "$out/console.log" 2>/dev/null)
 [ -z "$bad" ]
-verdict $? kunit/kernel-reports "KASAN, lockdep or BUG reports in: ${bad:-none}"
+verdict $? kunit/kernel-reports "KASAN, KCSAN, lockdep or BUG reports in: ${bad:-none}"
 if [ -f "$out/kmemleak.txt" ]; then
 	n=$(grep -c 'unreferenced object' "$out/kmemleak.txt")
 	ours=$(awk '/unreferenced object/ { if (hit) c++; hit = 0 }

@@ -9,6 +9,8 @@
 #                stock kernel that "make bench" compares against
 # BENCH=1        the bench flavour (no lock debugging) that runs the
 #                microbenchmark of "make bench"
+# KCSAN=1        the KCSAN flavour (data race detector) for the core's
+#                concurrency suites
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 TOOLS=$TOP/tools/testing/ib_slot
@@ -25,6 +27,7 @@ BASE_DIR=$CACHE/$BASE_ID
 SRC=$BASE_DIR/linux
 PRISTINE=$BASE_DIR/pristine
 if [ "${DEBUG:-0}" = 1 ]; then FLAVOUR=debug
+elif [ "${KCSAN:-0}" = 1 ]; then FLAVOUR=kcsan
 elif [ "${BENCH:-0}" = 1 ]; then FLAVOUR=bench
 else FLAVOUR=default
 fi

@@ -2253,6 +2253,402 @@ static void ib_slot_stress_tag_cache(struct kunit *test)
 		ib_slot_put(all[i]);
 }
 
+/* ---- two CPUs: waiters, grants, cancels and puts over two pools ---- */
+
+#define MT_POOLS	2
+#define MT_SLOTS	4
+#define MT_WAITERS	4
+#define MT_ITERS	20000
+
+enum { MT_IDLE, MT_QUEUED, MT_GRANTED };
+
+struct mt_race {
+	atomic_t		owners[MT_POOLS][MT_SLOTS];
+	atomic_t		doubles;
+	atomic_t		errors;
+	atomic_t		ready;
+};
+
+struct mt_waiter {
+	struct ib_slot_waiter	w;
+	struct ib_slot		*slots[2];
+	struct mt_race		*race;
+	unsigned int		pool;
+	atomic_t		state;
+};
+
+struct mt_thread {
+	struct mt_race		*race;
+	struct ib_slot_qp	*sqp[MT_POOLS];
+	struct mt_waiter	mw[MT_WAITERS];
+	struct test_thread	thread;
+	u64			seed;
+	unsigned long		grants;
+	unsigned long		cancels;
+	/* Waiters queued when the run ended, and still not idle at the end. */
+	unsigned int		queued;
+	unsigned int		stuck;
+};
+
+/* @mw holds its slots now: no other waiter may hold one of them. */
+static void mt_own(struct mt_waiter *mw)
+{
+	unsigned int i;
+
+	for (i = 0; i < mw->w.nr; i++)
+		if (atomic_inc_return(&mw->race->owners[mw->pool]
+				      [mw->slots[i]->tag]) != 1)
+			atomic_inc(&mw->race->doubles);
+}
+
+/* Runs on either CPU: from the other thread's put, or from a work item. */
+static void mt_resume(struct ib_slot_waiter *w)
+{
+	struct mt_waiter *mw = container_of(w, struct mt_waiter, w);
+
+	if (w->error) {
+		atomic_inc(&mw->race->errors);
+		return;
+	}
+	mt_own(mw);
+	/* Pairs with the atomic_read_acquire() in mt_step(). */
+	atomic_set_release(&mw->state, MT_GRANTED);
+}
+
+static void mt_put(struct mt_waiter *mw)
+{
+	unsigned int i;
+
+	for (i = 0; i < mw->w.nr; i++) {
+		atomic_dec(&mw->race->owners[mw->pool][mw->slots[i]->tag]);
+		ib_slot_put(mw->slots[i]);
+	}
+	atomic_set(&mw->state, MT_IDLE);
+}
+
+/* Queue @mw for one or two slots, put what it was granted, or cancel it. */
+static void mt_step(struct mt_thread *t, struct mt_waiter *mw, u32 r)
+{
+	int ret;
+
+	switch (atomic_read_acquire(&mw->state)) {
+	case MT_IDLE:
+		mw->pool = r % MT_POOLS;
+		mw->w.sqp = t->sqp[mw->pool];
+		mw->w.nr = 1 + (r >> 4) % 2;
+		mw->w.slots = mw->slots;
+		mw->w.resume = mt_resume;
+		INIT_LIST_HEAD(&mw->w.entry);
+		/* Before the call: the grant may be resumed before it returns. */
+		atomic_set(&mw->state, MT_QUEUED);
+		ret = ib_slot_get_or_wait(&mw->w);
+		if (!ret) {
+			mt_own(mw);
+			atomic_set(&mw->state, MT_GRANTED);
+		} else if (ret != -EAGAIN) {
+			atomic_inc(&t->race->errors);
+			atomic_set(&mw->state, MT_IDLE);
+		}
+		break;
+	case MT_GRANTED:
+		t->grants++;
+		mt_put(mw);
+		break;
+	case MT_QUEUED:
+		/* A cancel that loses to a grant leaves the resume coming. */
+		if ((r >> 8) % 4 == 0 && ib_slot_cancel_wait(&mw->w)) {
+			t->cancels++;
+			atomic_set(&mw->state, MT_IDLE);
+		}
+		break;
+	}
+}
+
+static void mt_thread_fn(void *data)
+{
+	struct mt_thread *t = data;
+	struct rnd_state rnd;
+	unsigned long end;
+	unsigned int i;
+	u32 r;
+
+	prandom_seed_state(&rnd, t->seed);
+	atomic_inc(&t->race->ready);
+	while (atomic_read(&t->race->ready) < 2)
+		cpu_relax();
+	for (i = 0; i < MT_ITERS; i++) {
+		r = prandom_u32_state(&rnd);
+		mt_step(t, &t->mw[r % MT_WAITERS], r / MT_WAITERS);
+		/* Grants made by a get or a cancel resume from a work item. */
+		cond_resched();
+	}
+	/*
+	 * Queue every idle waiter for two slots of the first pool, more
+	 * than it has, then only put grants: each waiter left queued must
+	 * be granted by a put, as the slots ahead of it come back.  One
+	 * still queued at the end is a lost wakeup.
+	 */
+	for (i = 0; i < MT_WAITERS; i++)
+		if (atomic_read_acquire(&t->mw[i].state) == MT_IDLE)
+			mt_step(t, &t->mw[i], 1 << 4);
+	for (i = 0; i < MT_WAITERS; i++)
+		t->queued += atomic_read(&t->mw[i].state) == MT_QUEUED;
+	end = jiffies + 20 * HZ;
+	do {
+		t->stuck = 0;
+		for (i = 0; i < MT_WAITERS; i++) {
+			struct mt_waiter *mw = &t->mw[i];
+
+			if (atomic_read_acquire(&mw->state) == MT_GRANTED)
+				mt_put(mw);
+			t->stuck += atomic_read(&mw->state) != MT_IDLE;
+		}
+		cond_resched();
+	} while (t->stuck && time_before(jiffies, end));
+}
+
+/*
+ * Two CPUs queue waiters for one or two slots of two small pools, cancel
+ * them and put their grants, all at once, so that grants race cancels and
+ * puts resume the other CPU's waiters.  No slot is ever held twice, no
+ * waiter is lost, and every slot and waiter is back at the end.
+ */
+static void ib_slot_stress_waiters_two_cpus(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_attr attr = {
+		.pd = env->pd, .profile = send_only, .nr_slots = MT_SLOTS,
+		.policy = IB_SLOT_BACKPRESSURE, .name = "kunit-mt",
+		.done = test_done,
+	};
+	struct ib_slot_pool *pools[MT_POOLS];
+	struct mt_race race = { };
+	struct mt_thread *t;
+	struct ib_slot_pool_stats st;
+	int p, i, cpu;
+
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two CPUs");
+	t = kunit_kcalloc(test, 2, sizeof(*t), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, t);
+	for (p = 0; p < MT_POOLS; p++) {
+		pools[p] = ib_slot_pool_create(&attr);
+		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, pools[p]);
+		test_action(test, ib_slot_pool_destroy_action, pools[p]);
+		env->pool = pools[p];
+		for (i = 0; i < 2; i++)
+			t[i].sqp[p] = test_qp(test, i, MT_SLOTS);
+	}
+	env->pool = NULL;
+	cpu = cpumask_first(cpu_online_mask);
+	for (i = 0; i < 2; i++) {
+		t[i].race = &race;
+		t[i].seed = 0x5107ULL + i;
+		for (p = 0; p < MT_WAITERS; p++)
+			t[i].mw[p].race = &race;
+		test_thread_start(test, &t[i].thread, mt_thread_fn, &t[i], cpu);
+		cpu = cpumask_next(cpu, cpu_online_mask);
+	}
+	for (i = 0; i < 2; i++)
+		KUNIT_ASSERT_NE(test,
+				wait_for_completion_timeout(&t[i].thread.done,
+							    300 * HZ), 0);
+
+	kunit_info(test, "grants %lu/%lu, cancels %lu/%lu, queued at the end %u/%u\n",
+		   t[0].grants, t[1].grants, t[0].cancels, t[1].cancels,
+		   t[0].queued, t[1].queued);
+	KUNIT_EXPECT_EQ(test, atomic_read(&race.doubles), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&race.errors), 0);
+	/* The end queued waiters behind held slots, and puts granted all. */
+	KUNIT_EXPECT_GT(test, t[0].queued + t[1].queued, 0);
+	KUNIT_EXPECT_EQ(test, t[0].stuck + t[1].stuck, 0);
+	for (i = 0; i < 2; i++) {
+		KUNIT_EXPECT_GT(test, t[i].grants, 100);
+		KUNIT_EXPECT_GT(test, t[i].cancels, 0);
+	}
+	for (p = 0; p < MT_POOLS; p++) {
+		ib_slot_pool_get_stats(pools[p], &st);
+		KUNIT_EXPECT_EQ(test, st.in_use, 0);
+		KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
+		KUNIT_EXPECT_EQ(test, st.misuse, 0);
+		/* The pools were contended: waiters queued and were resumed. */
+		KUNIT_EXPECT_GT(test, st.waits, 0);
+		KUNIT_EXPECT_GT(test, st.resumed, 0);
+	}
+}
+
+/* ---- destroy racing the last completion and the last put ---- */
+
+struct destroy_race {
+	struct test_thread	destroy;
+	/* The destroy returned while done() still ran. */
+	bool			early;
+};
+
+static struct destroy_race *cur_race;
+
+/*
+ * done() puts the last slot, which lets a waiting destroy go on, and then
+ * stays 200 ms in the completion, which still counts the post down after
+ * done() returns: the destroy must not free the pool, and the slot with
+ * it, before then.
+ */
+static void race_done(struct ib_slot *slot, const struct ib_wc *wc)
+{
+	struct destroy_race *r = cur_race;
+	unsigned int i;
+
+	ib_slot_put(slot);
+	/* A completion must not sleep: poll. */
+	for (i = 0; i < 200 && !r->early; i++) {
+		mdelay(1);
+		r->early = completion_done(&r->destroy.done);
+	}
+}
+
+static void ib_slot_destroy_races_done(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_attr attr = {
+		.pd = env->pd, .profile = send_only, .nr_slots = 1,
+		.policy = IB_SLOT_BACKPRESSURE, .done = race_done,
+	};
+	struct ib_qp_init_attr qattr = { .qp_type = IB_QPT_RC };
+	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	struct destroy_race race = { };
+	struct ib_slot_pool *pool;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct ib_qp *qp;
+	u32 nr_cqe = 0;
+
+	pool = ib_slot_pool_create(&attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, pool);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(pool, 1, &qattr, &nr_cqe), 0);
+	env->cq = test_cq(test, nr_cqe);
+	qattr.send_cq = env->cq;
+	qattr.recv_cq = env->cq;
+	qp = ib_create_qp(env->pd, &qattr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
+	test_action(test, ib_destroy_qp_action, qp);
+	/* The destroy detaches it. */
+	sqp = ib_slot_qp_attach(pool, qp, &qattr.cap, 1);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sqp);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
+
+	cur_race = &race;
+	test_thread_start(test, &race.destroy, destroy_fn, pool, -1);
+	KUNIT_EXPECT_EQ(test, wait_for_completion_timeout(&race.destroy.done,
+							  HZ / 5), 0);
+	fake_complete_all(to_fqp(qp));
+	test_poll(test);
+	KUNIT_EXPECT_FALSE(test, race.early);
+	KUNIT_EXPECT_NE(test, wait_for_completion_timeout(&race.destroy.done,
+							  10 * HZ), 0);
+}
+
+#define PUT_RACES	200
+
+/*
+ * The destroyer creates a pool of one slot, takes it, hands it to the
+ * putter on the other CPU and destroys the pool, which returns once the
+ * put is back and frees the pool.  The put must not read the pool after
+ * that; the debug flavour's KASAN reports it if it does.
+ */
+struct put_race {
+	struct ib_pd		*pd;
+	struct ib_qp		*qp;
+	struct ib_qp_cap	cap;
+	struct ib_slot		*slot;
+	struct test_thread	destroyer;
+	struct test_thread	putter;
+	unsigned int		rounds;
+	unsigned int		puts;
+	bool			failed;
+};
+
+static void put_race_destroyer(void *data)
+{
+	struct put_race *r = data;
+	struct ib_slot_pool_attr attr = {
+		.pd = r->pd, .profile = send_only, .nr_slots = 1,
+		.policy = IB_SLOT_BACKPRESSURE, .done = test_done,
+	};
+	struct ib_slot_pool *pool;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+
+	for (r->rounds = 0; r->rounds < PUT_RACES; r->rounds++) {
+		pool = ib_slot_pool_create(&attr);
+		if (IS_ERR(pool))
+			break;
+		sqp = ib_slot_qp_attach(pool, r->qp, &r->cap, 1);
+		slot = IS_ERR(sqp) ? NULL : ib_slot_get(sqp);
+		if (slot)
+			/* Pairs with the xchg() of the putter. */
+			smp_store_release(&r->slot, slot);
+		ib_slot_pool_destroy(pool);
+		if (!slot)
+			break;
+	}
+	WRITE_ONCE(r->failed, r->rounds != PUT_RACES);
+}
+
+static void put_race_putter(void *data)
+{
+	struct put_race *r = data;
+	unsigned long end = jiffies + 60 * HZ;
+	struct ib_slot *slot;
+
+	while (r->puts < PUT_RACES && !READ_ONCE(r->failed) &&
+	       time_before(jiffies, end)) {
+		slot = xchg(&r->slot, NULL);
+		if (!slot) {
+			cpu_relax();
+			continue;
+		}
+		ib_slot_put(slot);
+		r->puts++;
+	}
+}
+
+static void ib_slot_stress_destroy_races_put(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr qattr = { .qp_type = IB_QPT_RC };
+	struct put_race *r;
+	u32 nr_cqe = 0;
+	int cpu;
+
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two CPUs");
+	r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	/* A pool only to size the QP that every round's pool attaches. */
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 1, &qattr, &nr_cqe), 0);
+	env->cq = test_cq(test, nr_cqe);
+	qattr.send_cq = env->cq;
+	qattr.recv_cq = env->cq;
+	r->qp = ib_create_qp(env->pd, &qattr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, r->qp);
+	test_action(test, ib_destroy_qp_action, r->qp);
+	r->pd = env->pd;
+	r->cap = qattr.cap;
+	cpu = cpumask_first(cpu_online_mask);
+	test_thread_start(test, &r->destroyer, put_race_destroyer, r, cpu);
+	test_thread_start(test, &r->putter, put_race_putter, r,
+			  cpumask_next(cpu, cpu_online_mask));
+	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&r->destroyer.done,
+							  120 * HZ), 0);
+	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&r->putter.done,
+							  120 * HZ), 0);
+	KUNIT_EXPECT_EQ(test, r->rounds, PUT_RACES);
+	KUNIT_EXPECT_EQ(test, r->puts, PUT_RACES);
+}
+
 /* ---- misuse: each case provokes a warning on purpose ---- */
 
 static u64 misuse_count(struct kunit *test)
@@ -3015,6 +3411,7 @@ static struct kunit_case ib_slot_lifetime_test_cases[] = {
 	KUNIT_CASE(ib_slot_cancel_defers_resume),
 	KUNIT_CASE(ib_slot_detach_cancels_waiters),
 	KUNIT_CASE(ib_slot_fence_flushed_counts),
+	KUNIT_CASE(ib_slot_destroy_races_done),
 	{}
 };
 
@@ -3065,6 +3462,8 @@ static struct kunit_suite ib_slot_cost_test_suite = {
 static struct kunit_case ib_slot_stress_test_cases[] = {
 	KUNIT_CASE_SLOW(ib_slot_stress_two_qps),
 	KUNIT_CASE_SLOW(ib_slot_stress_tag_cache),
+	KUNIT_CASE_SLOW(ib_slot_stress_waiters_two_cpus),
+	KUNIT_CASE_SLOW(ib_slot_stress_destroy_races_put),
 	{}
 };
 

@@ -14,7 +14,7 @@ suite between whose "# Subtest:" and result lines it appears.  One printed
 as "unexpected" came from a suite not marked 0, or from no suite at all.
 
 Prints one line per suite asked for, in order:
-    <suite> <passed> <failed> <skipped> <crashed> <warnings> <from slot.c>
+    <suite> <passed> <failed> <skipped> <crashed> <warnings> <from the core's slot*.c>
 ("missing" instead of the counts when no piece of the log had the suite),
 then "unexpected <warnings>".
 
@@ -31,6 +31,8 @@ DOC_START = re.compile(r'^\[[^\]]*\] KTAP version \d+$')
 SUITE_START = re.compile(r'^\[[^\]]*\]     # Subtest: (\S+)$')
 SUITE_END = re.compile(r'^\[[^\]]*\] (?:not )?ok \d+ (\S+)')
 WARNING = re.compile(r'WARNING: CPU: \d+ PID: \d+ at (\S+?):\d+ ')
+# The ib_slot core: drivers/infiniband/core/slot.c, slot_get.c, ...
+SLOT_FILE = re.compile(r'drivers/infiniband/core/slot(_[a-z]+)?\.c$')
 
 STATUS = {'PASS': 0, 'FAIL': 1, 'SKIP': 2, 'ERROR': 3}
 
@@ -105,7 +107,7 @@ def main():
 			if suite and expect.get(suite):
 				w = warned.setdefault(suite, [0, 0])
 				w[0] += 1
-				w[1] += m.group(1).endswith('drivers/infiniband/core/slot.c')
+				w[1] += bool(SLOT_FILE.search(m.group(1)))
 			else:
 				unexpected += 1
 			continue

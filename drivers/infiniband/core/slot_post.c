@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ib_slot registration, posts, completions and fences.
+ *
+ * slot->busy counts what the device still owes the slot: one per post
+ * until its done() has run and one per LOCAL_INV chain until its tail
+ * completes, plus a hold of the fence while it is being armed.  The
+ * POSTED bit is set while a post's done() has yet to run and FENCE_ARMED
+ * while a fence waits; whoever brings the count to FENCE_ARMED alone runs
+ * fenced().  Everything a post or fence writes to the slot is written
+ * before ib_post_send(): its completion may run done(), and done() put the
+ * slot for its next owner, before the doorbell returns.  Exactly one
+ * completion counts per post and per chain: the signaled tail, and never a
+ * WR the device completes more than once.
+ */
+#include <linux/slab.h>
+
+#include "core_priv.h"
+#include "slot_priv.h"
+
+/**
+ * ib_slot_map_mr - map a scatterlist onto one of a slot's MRs
+ * @slot: the slot
+ * @idx: which MR (rkey-side MRs come first)
+ * @sg: DMA-mapped scatterlist
+ * @sg_nents: entries in @sg
+ * @sg_offset: byte offset into @sg, updated as ib_map_mr_sg() does
+ * @access: IB_ACCESS_* flags of the registration
+ *
+ * Prepares the REG_MR WR that the next ib_slot_post() puts in front of the
+ * caller's WRs, preceded by a LOCAL_INV if the MR is still valid.  The
+ * rkey changes with every registration, so a stale rkey held by the peer
+ * cannot reach the new buffer.
+ *
+ * Context: Any context.
+ * Return: the number of @sg entries mapped, -EINVAL for a bad @idx or a
+ * slot not in use, -EBUSY while a post or fence of the slot is
+ * outstanding, or the error of ib_map_mr_sg().
+ */
+int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
+		   struct scatterlist *sg, int sg_nents,
+		   unsigned int *sg_offset, int access)
+{
+	struct ib_slot_mr *smr;
+	int n;
+
+	if (ib_slot_misuse(slot->pool, idx >= slot->nr_mrs ||
+			   !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
+		return -EINVAL;
+	/* The WRs of an outstanding post or fence are the device's now. */
+	if (ib_slot_misuse(slot->pool, ib_slot_outstanding(slot)))
+		return -EBUSY;
+	smr = &slot->mrs[idx];
+	n = ib_map_mr_sg(smr->mr, sg, sg_nents, sg_offset,
+			 1U << (slot->pool->profile.page_shift ?: PAGE_SHIFT));
+	if (n <= 0)
+		return n < 0 ? n : -EINVAL;
+	/* Mapped again before the post: the registered key is unchanged. */
+	if (!test_bit(idx, slot->mapped)) {
+		smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;
+		ib_update_fast_reg_key(smr->mr, ib_inc_rkey(smr->mr->rkey));
+	}
+	smr->reg_wr.key = smr->mr->rkey;
+	smr->reg_wr.access = access;
+	/* Until ib_slot_post() makes one of them the signaled tail. */
+	smr->reg_wr.wr.wr_cqe = &slot->aux_cqe;
+	smr->reg_wr.wr.send_flags = 0;
+	smr->inv_wr.wr_cqe = &slot->aux_cqe;
+	smr->inv_wr.send_flags = 0;
+	__set_bit(idx, slot->mapped);
+	return n;
+}
+EXPORT_SYMBOL(ib_slot_map_mr);
+
+/* Send Queue units of @wr, or 0 if the device cannot post it. */
+static u32 ib_slot_wr_units(struct ib_slot_pool *pool,
+			    const struct ib_send_wr *wr)
+{
+	return wr->opcode < IB_SLOT_NR_OPCODES ? pool->units[wr->opcode] : 0;
+}
+
+static void ib_slot_chain(struct ib_slot_pool *pool, struct ib_send_wr ***tail,
+			  struct ib_send_wr *wr, u32 *n)
+{
+	**tail = wr;
+	*tail = &wr->next;
+	*n += ib_slot_wr_units(pool, wr);
+}
+
+/**
+ * ib_slot_rdma_needs_mr - whether an RDMA transfer must go through an MR
+ * @slot: a slot bound to a QP
+ * @dir: %DMA_FROM_DEVICE for the sink of an RDMA READ, %DMA_TO_DEVICE for
+ *	the source of an RDMA WRITE
+ * @sg_cnt: DMA-mapped entries to transfer
+ *
+ * The decision rdma_rw makes: iWARP requires the sink of an RDMA READ to be
+ * registered with remote write access, and a device with max_sgl_rd reads
+ * long lists faster through an MR than with many SGEs.  When it says so,
+ * the transfer takes one of the slot's lkey MRs (ib_slot_map_mr()),
+ * otherwise SGEs straight from @sg.
+ *
+ * Context: Any context.
+ * Return: %true if the transfer needs an lkey MR.
+ */
+bool ib_slot_rdma_needs_mr(const struct ib_slot *slot,
+			   enum dma_data_direction dir, u32 sg_cnt)
+{
+	struct ib_device *dev = slot->pool->dev;
+
+	if (dir != DMA_FROM_DEVICE)
+		return false;
+	if (rdma_node_get_transport(dev->node_type) == RDMA_TRANSPORT_IWARP)
+		return true;
+	return dev->attrs.max_sgl_rd && sg_cnt > dev->attrs.max_sgl_rd;
+}
+EXPORT_SYMBOL(ib_slot_rdma_needs_mr);
+
+/* The index of the slot MR whose REG_MR or LOCAL_INV @wr is, or -1. */
+static int ib_slot_wr_mr(const struct ib_slot *slot,
+			 const struct ib_send_wr *wr)
+{
+	const void *p = wr, *mrs = slot->mrs;
+
+	if (p < mrs || p >= mrs + slot->nr_mrs * sizeof(*slot->mrs))
+		return -1;
+	return (p - mrs) / sizeof(*slot->mrs);
+}
+
+/*
+ * The provider refused @bad and what follows it.  Nothing refused can
+ * complete, and what it took is unsignaled: no done() comes, so the slot
+ * is still ours.  An MR whose REG_MR went out may hold its new key and
+ * is invalidated before reuse; the others keep their mapping for a retry.
+ * The refused WRs give their units back; the accepted ones stay charged,
+ * as the Send Queue frees them only with a later signaled completion.
+ */
+static void ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
+			   const struct ib_send_wr *bad, unsigned long *mapped,
+			   const unsigned long *had_key, u32 n)
+{
+	struct ib_slot_pool *pool = slot->pool;
+	struct ib_send_wr *wr;
+	u32 inv = 0;
+	int i;
+
+	for (wr = first; wr && wr != bad; wr = wr->next) {
+		n -= ib_slot_wr_units(pool, wr);
+		i = ib_slot_wr_mr(slot, wr);
+		if (i < 0)
+			continue;
+		if (wr->opcode == IB_WR_LOCAL_INV)
+			inv++;
+		else
+			__clear_bit(i, mapped);
+	}
+	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS)
+		slot->mrs[i].mr->need_inval = test_bit(i, had_key);
+	bitmap_copy(slot->mapped, mapped, IB_SLOT_MAX_MRS);
+	slot->sq_used -= n;
+	if (inv)
+		atomic64_add(inv, &pool->local_inv);
+	atomic_sub(IB_SLOT_POSTED + 1, &slot->busy);
+	if (bad != first)
+		dev_warn_ratelimited(&pool->dev->dev,
+				     "ib_slot: %s: provider took part of a post\n",
+				     pool->name);
+}
+
+/* Whether the QP accepts @wr: refused here, it never reaches the doorbell. */
+static bool ib_slot_wr_fits(const struct ib_slot_qp *sqp,
+			    const struct ib_send_wr *wr)
+{
+	u32 max = wr->opcode == IB_WR_RDMA_READ ? sqp->max_read_sge :
+						   sqp->max_send_sge;
+
+	return wr->num_sge <= max;
+}
+
+/**
+ * ib_slot_post - post a chain of WRs through a slot
+ * @slot: the slot, with no post outstanding
+ * @wr: the caller's chain (RDMA READ/WRITE, SEND, ...), or %NULL
+ *
+ * Posts, with one doorbell, [LOCAL_INV][REG_MR] for every MR mapped since
+ * the last post, then @wr.  Every WR carries a completion entry of the
+ * slot; only the last one is signaled, and the pool's done callback runs
+ * once when it completes or is flushed.  The chain is charged against the
+ * slot's credits, reserved at get, so the provider never lacks room, and
+ * checked against what the QP accepts before the doorbell.
+ *
+ * The post may complete, and done() put the slot, before this returns:
+ * once the chain is handed over, this touches neither @slot nor its pool.
+ *
+ * Context: Any context.
+ * Return: 0, -EBUSY if a post is outstanding, -ENOSPC if the chain exceeds
+ * the slot's profile, -EINVAL if the slot is not in use, the chain is empty
+ * or holds a WR the QP cannot take (opcode, SGE count), or the provider's
+ * error if it refused the chain; then nothing of the chain is outstanding.
+ */
+int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
+{
+	struct ib_slot_pool *pool = slot->pool;
+	struct ib_send_wr *first = NULL, **tail = &first, *last;
+	DECLARE_BITMAP(had_key, IB_SLOT_MAX_MRS);
+	DECLARE_BITMAP(mapped, IB_SLOT_MAX_MRS);
+	const struct ib_send_wr *bad;
+	u32 i, n = 0, inv = 0;
+	int ret;
+
+	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
+		return -EINVAL;
+	/* One post at a time, none once fenced: it would escape the fence. */
+	if (ib_slot_misuse(pool, ib_slot_outstanding(slot)))
+		return -EBUSY;
+
+	bitmap_copy(mapped, slot->mapped, IB_SLOT_MAX_MRS);
+	bitmap_zero(had_key, IB_SLOT_MAX_MRS);
+	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS) {
+		struct ib_slot_mr *smr = &slot->mrs[i];
+
+		if (smr->mr->need_inval) {
+			ib_slot_chain(pool, &tail, &smr->inv_wr, &n);
+			__set_bit(i, had_key);
+			inv++;
+		}
+		ib_slot_chain(pool, &tail, &smr->reg_wr.wr, &n);
+	}
+	/* ib_slot_map_mr() stamped the MR WRs already. */
+	for (*tail = wr; wr; wr = wr->next) {
+		u32 units = ib_slot_wr_units(pool, wr);
+
+		if (ib_slot_misuse(pool, !units ||
+				   !ib_slot_wr_fits(slot->sqp, wr)))
+			return -EINVAL;
+		n += units;
+		wr->wr_cqe = &slot->aux_cqe;
+		wr->send_flags &= ~IB_SEND_SIGNALED;
+		tail = &wr->next;
+	}
+	/* Every WR costs at least one unit: a chain of none is empty. */
+	if (!n)
+		return -EINVAL;
+	if (ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes))
+		return -ENOSPC;
+
+	last = container_of(tail, struct ib_send_wr, next);
+	/*
+	 * The signaled tail runs done() once per completion: a WR the
+	 * device completes several times (an integrity registration on
+	 * mlx5 is two signaled UMRs) must be followed by one that does not.
+	 */
+	if (ib_slot_misuse(pool, last->opcode < IB_SLOT_NR_OPCODES &&
+			   test_bit(last->opcode, &pool->multi_cqe)))
+		return -EINVAL;
+	last->wr_cqe = &slot->cqe;
+	last->send_flags |= IB_SEND_SIGNALED;
+
+	/*
+	 * Everything of the post is written before the doorbell: its
+	 * completion may run done(), and done() put the slot for its next
+	 * owner, before ib_post_send() returns.  A registered MR is valid
+	 * until invalidated.
+	 */
+	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS)
+		slot->mrs[i].mr->need_inval = true;
+	slot->status = IB_WC_SUCCESS;
+	slot->sq_used += n;
+	bitmap_zero(slot->mapped, IB_SLOT_MAX_MRS);
+	if (inv)
+		atomic64_add(inv, &pool->local_inv);
+	atomic_add(IB_SLOT_POSTED + 1, &slot->busy);
+	ret = ib_post_send(slot->sqp->qp, first, &bad);
+	if (unlikely(ret)) {
+		if (inv)
+			atomic64_sub(inv, &pool->local_inv);
+		ib_slot_unpost(slot, first, bad, mapped, had_key, n);
+	}
+	return ret;
+}
+EXPORT_SYMBOL(ib_slot_post);
+
+/*
+ * The fence's LOCAL_INV chain failed or was flushed, so its rkeys may be
+ * live: replace the MRs, in process context, before fenced() may let the
+ * memory go.  An allocation that fails is retried; meanwhile the fence
+ * stays armed and the slot held, so nothing reuses the memory.
+ */
+void ib_slot_recycle_work(struct work_struct *work)
+{
+	struct ib_slot_pool *pool = container_of(to_delayed_work(work),
+						 struct ib_slot_pool,
+						 recycle_work);
+	struct llist_node *list = llist_del_all(&pool->recycle);
+	struct ib_slot *slot, *tmp;
+	unsigned int i;
+
+	list = llist_reverse_order(list);
+	llist_for_each_entry_safe(slot, tmp, list, recycle) {
+		for (i = 0; i < pool->profile.nr_rkey_mrs; i++) {
+			struct ib_slot_mr *smr = &slot->mrs[i];
+			struct ib_mr *mr;
+
+			if (!smr->mr->need_inval)
+				continue;
+			mr = ib_slot_new_mr(pool, ib_slot_mr_pi(pool, i));
+			if (IS_ERR(mr))
+				break;
+			/* Deregistering kills the rkey, valid or not. */
+			ib_dereg_mr(smr->mr);
+			smr->mr = mr;
+			smr->reg_wr.mr = mr;
+			atomic64_inc(&pool->recycled);
+		}
+		if (i < pool->profile.nr_rkey_mrs) {
+			dev_warn_ratelimited(&pool->dev->dev,
+					     "ib_slot: %s: no memory to replace an MR; retrying\n",
+					     pool->name);
+			llist_add(&slot->recycle, &pool->recycle);
+			queue_delayed_work(ib_comp_unbound_wq,
+					   &pool->recycle_work, HZ / 10);
+			continue;
+		}
+		clear_bit(IB_SLOT_F_RECYCLE, &slot->flags);
+		atomic_set(&slot->busy, 0);
+		slot->fenced(slot, slot->fence_status);
+	}
+}
+
+/*
+ * A post, LOCAL_INV chain or fence hold of @slot retired; the last one
+ * runs an armed fence.  Arming and the count share one atomic, so a post
+ * that retired before the fence was armed cannot see it armed.
+ */
+static void ib_slot_unbusy(struct ib_slot *slot)
+{
+	struct ib_slot_pool *pool = slot->pool;
+
+	/* Pairs with the smp_mb__before_atomic() in ib_slot_fence(). */
+	if (atomic_dec_return(&slot->busy) != IB_SLOT_FENCE_ARMED)
+		return;
+	if (unlikely(test_bit(IB_SLOT_F_RECYCLE, &slot->flags))) {
+		llist_add(&slot->recycle, &pool->recycle);
+		queue_delayed_work(ib_comp_unbound_wq, &pool->recycle_work, 0);
+		return;
+	}
+	/* Nothing is outstanding and a fenced slot posts no more. */
+	atomic_set(&slot->busy, 0);
+	slot->fenced(slot, slot->fence_status);
+}
+
+/* Keep the first error of a chain: the rest are flushes it caused. */
+static void ib_slot_wc_error(enum ib_wc_status *status, const struct ib_wc *wc)
+{
+	if (unlikely(wc->status != IB_WC_SUCCESS) && *status == IB_WC_SUCCESS)
+		*status = wc->status;
+}
+
+void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot,
+					    aux_cqe);
+
+	ib_slot_wc_error(&slot->status, wc);
+}
+
+void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot, cqe);
+	/*
+	 * Written before use, and only on the error path: no auto-init, or
+	 * every successful completion would clear it.
+	 */
+	struct ib_wc first __uninitialized;
+
+	ib_slot_wc_error(&slot->status, wc);
+	if (unlikely(slot->status != wc->status)) {
+		/* Report the error that started a flush, not the flush. */
+		first = *wc;
+		first.status = slot->status;
+		wc = &first;
+	}
+	/*
+	 * done() may post again, or put the slot if no fence is armed; the
+	 * count stays, so that a fence never runs before done() returns.
+	 * If done() put the slot, a destroy may free the pool once it is
+	 * back: it waits for this read-side section first.
+	 */
+	rcu_read_lock();
+	atomic_sub(IB_SLOT_POSTED, &slot->busy);
+	slot->pool->done(slot, wc);
+	/*
+	 * Only a count from here on: if done() put the slot, its next owner
+	 * balances its own posts, and whoever reaches zero runs the fence.
+	 */
+	ib_slot_unbusy(slot);
+	rcu_read_unlock();
+}
+
+/*
+ * The signaled tail of a fence.  The LOCAL_INVs before it are unsignaled
+ * and carry aux_cqe: a QP flushes everything after an error in order, so
+ * this one fails if any of them did, and it is the only one that counts.
+ */
+void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot,
+					    inv_cqe);
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		unsigned int i;
+
+		slot->fence_status = wc->status;
+		/* The rkeys may still be valid: replace them before fenced(). */
+		for (i = 0; i < slot->pool->profile.nr_rkey_mrs; i++)
+			slot->mrs[i].mr->need_inval = true;
+		set_bit(IB_SLOT_F_RECYCLE, &slot->flags);
+	}
+	ib_slot_unbusy(slot);
+}
+
+static struct ib_mr *ib_slot_inv_mr(struct ib_slot *slot,
+				    struct ib_send_wr *inv_wr)
+{
+	return container_of(inv_wr, struct ib_slot_mr, inv_wr)->mr;
+}
+
+static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
+			   void (*fenced)(struct ib_slot *slot,
+					  enum ib_wc_status status))
+{
+	struct ib_slot_pool *pool = slot->pool;
+	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL, *wr;
+	u32 i, n = 0, nr_inv = 0;
+	const struct ib_send_wr *bad;
+
+	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
+		return -EINVAL;
+	if (ib_slot_misuse(pool, atomic_read(&slot->busy) &
+				 IB_SLOT_FENCE_ARMED))
+		return -EBUSY;
+
+	for (i = 0; i < pool->profile.nr_rkey_mrs; i++) {
+		struct ib_slot_mr *smr = &slot->mrs[i];
+
+		if (!smr->mr->need_inval)
+			continue;
+		if (remote && inv_rkey == smr->mr->rkey) {
+			smr->mr->need_inval = false;
+			atomic64_inc(&pool->remote_inv);
+			continue;
+		}
+		smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;
+		smr->inv_wr.wr_cqe = &slot->aux_cqe;
+		smr->inv_wr.send_flags = 0;
+		ib_slot_chain(pool, &tail, &smr->inv_wr, &n);
+		last = &smr->inv_wr;
+		nr_inv++;
+	}
+	*tail = NULL;
+	if (nr_inv && ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes))
+		return -ENOSPC;
+
+	/*
+	 * Arm with a hold of our own, so that no completion runs @fenced
+	 * before the LOCAL_INVs are posted.
+	 */
+	slot->fenced = fenced;
+	slot->fence_status = IB_WC_SUCCESS;
+	/*
+	 * Pairs with atomic_dec_return() in ib_slot_unbusy(): whoever finds
+	 * the fence armed finds @fenced.
+	 */
+	smp_mb__before_atomic();
+	atomic_add(IB_SLOT_FENCE_ARMED + 1, &slot->busy);
+	if (nr_inv) {
+		/* One count for the chain: only its tail completes for sure. */
+		last->wr_cqe = &slot->inv_cqe;
+		last->send_flags = IB_SEND_SIGNALED;
+		/* Before the post: its completion may report them unknown. */
+		for (wr = first; wr; wr = wr->next)
+			ib_slot_inv_mr(slot, wr)->need_inval = false;
+		slot->sq_used += n;
+		atomic64_add(nr_inv, &pool->local_inv);
+		atomic_inc(&slot->busy);
+		if (unlikely(ib_post_send(slot->sqp->qp, first, &bad))) {
+			/*
+			 * A QP that refuses the chain is dead or dying: its
+			 * rkeys stay as they were, so replace the MRs as for
+			 * a flush.  Our hold keeps the slot ours meanwhile.
+			 */
+			for (wr = first; wr; wr = wr->next)
+				ib_slot_inv_mr(slot, wr)->need_inval = true;
+			slot->fence_status = IB_WC_WR_FLUSH_ERR;
+			set_bit(IB_SLOT_F_RECYCLE, &slot->flags);
+			atomic_dec(&slot->busy);
+		}
+	}
+	ib_slot_unbusy(slot);
+	return 0;
+}
+
+/**
+ * ib_slot_fence - make sure the peer can no longer reach a slot's memory
+ * @slot: a slot of a pool whose profile fences synchronously
+ * @wc: the Receive completion of the peer's reply, or %NULL
+ * @fenced: called once every rkey MR of @slot is invalid and every post of
+ *	@slot has completed, with the status of the LOCAL_INV chain
+ *
+ * If the peer invalidated an rkey itself (%IB_WC_WITH_INVALIDATE in @wc),
+ * that MR needs no LOCAL_INV.  The others are invalidated by a chain of
+ * LOCAL_INV WRs posted from the slot's credits.  If that chain fails or is
+ * flushed (the QP went to error), the MRs are replaced by fresh ones from
+ * a work item before @fenced runs, so that @fenced never runs while an
+ * rkey of the slot is live, also then.  @fenced may run before this
+ * returns.  The caller puts the slot from @fenced, not before.
+ *
+ * Context: Any context.
+ * Return: 0 once the fence is armed (@fenced will run, with
+ * %IB_WC_WR_FLUSH_ERR if the QP refused the chain), -EINVAL if @slot is
+ * not in use, -EBUSY if a fence is already armed, -ENOSPC if the slot's
+ * credits cannot hold the chain; then @fenced is not called.
+ */
+int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
+		  void (*fenced)(struct ib_slot *slot,
+				 enum ib_wc_status status))
+{
+	bool remote = wc && (wc->wc_flags & IB_WC_WITH_INVALIDATE);
+
+	return __ib_slot_fence(slot, remote, remote ? wc->ex.invalidate_rkey : 0,
+			       fenced);
+}
+EXPORT_SYMBOL(ib_slot_fence);
+
+/**
+ * ib_slot_fence_rkey - ib_slot_fence() for a ULP that kept only the rkey
+ * @slot: a slot of a pool whose profile fences synchronously
+ * @inv_rkey: the rkey the peer invalidated (the Receive completion's
+ *	ex.invalidate_rkey with %IB_WC_WITH_INVALIDATE)
+ * @fenced: as for ib_slot_fence()
+ *
+ * The MR that @inv_rkey names needs no LOCAL_INV; the others are
+ * invalidated as ib_slot_fence() does.  A ULP without an invalidated rkey
+ * calls ib_slot_fence() with a %NULL @wc.
+ *
+ * Context: Any context.
+ * Return: as ib_slot_fence().
+ */
+int ib_slot_fence_rkey(struct ib_slot *slot, u32 inv_rkey,
+		       void (*fenced)(struct ib_slot *slot,
+				      enum ib_wc_status status))
+{
+	return __ib_slot_fence(slot, true, inv_rkey, fenced);
+}
+EXPORT_SYMBOL(ib_slot_fence_rkey);
