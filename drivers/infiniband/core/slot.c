@@ -245,6 +245,8 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	pool->indexed = attr->indexed;
 	pool->refuse_get = attr->indexed;
 	pool->resume_in_work = attr->resume_in_work;
+	pool->read_inv = rdma_node_get_transport(dev->node_type) ==
+			 RDMA_TRANSPORT_IWARP;
 	pool->nr_tags = attr->nr_slots;
 	pool->nr_slots = attr->nr_slots + attr->nr_reserved;
 	pool->fair_share = attr->fair_share ?: pool->nr_slots;

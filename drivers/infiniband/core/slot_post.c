@@ -149,10 +149,13 @@ static void ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
 		i = ib_slot_wr_mr(slot, wr);
 		if (i < 0)
 			continue;
-		if (wr->opcode == IB_WR_LOCAL_INV)
+		if (wr->opcode == IB_WR_LOCAL_INV) {
 			inv++;
-		else
+		} else {
 			__clear_bit(i, mapped);
+			/* Registered; its READ_WITH_INV may be refused. */
+			slot->mrs[i].mr->need_inval = true;
+		}
 	}
 	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS)
 		slot->mrs[i].mr->need_inval = test_bit(i, had_key);
@@ -165,6 +168,35 @@ static void ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
 		dev_warn_ratelimited(&pool->dev->dev,
 				     "ib_slot: %s: provider took part of a post\n",
 				     pool->name);
+}
+
+/*
+ * On iWARP the sink of an RDMA READ is an lkey MR the peer may write
+ * until it is invalidated (ib_slot_rdma_needs_mr()).  A READ into one
+ * registered by this post invalidates it on completion, as rdma_rw does,
+ * so that the peer cannot write into the buffer after the READ and the
+ * next registration needs no LOCAL_INV.  Returns the MR's index, or -1.
+ */
+static int ib_slot_read_inv(struct ib_slot *slot, struct ib_send_wr *wr,
+			    const unsigned long *mapped)
+{
+	struct ib_slot_pool *pool = slot->pool;
+	unsigned int i;
+
+	if (!pool->read_inv || wr->num_sge != 1 ||
+	    (wr->opcode != IB_WR_RDMA_READ &&
+	     wr->opcode != IB_WR_RDMA_READ_WITH_INV))
+		return -1;
+	for (i = pool->profile.nr_rkey_mrs; i < slot->nr_mrs; i++) {
+		struct ib_mr *mr = slot->mrs[i].mr;
+
+		if (test_bit(i, mapped) && wr->sg_list[0].lkey == mr->lkey) {
+			wr->opcode = IB_WR_RDMA_READ_WITH_INV;
+			wr->ex.invalidate_rkey = mr->lkey;
+			return i;
+		}
+	}
+	return -1;
 }
 
 /* Whether the QP accepts @wr: refused here, it never reaches the doorbell. */
@@ -187,7 +219,10 @@ static bool ib_slot_wr_fits(const struct ib_slot_qp *sqp,
  * slot; only the last one is signaled, and the pool's done callback runs
  * once when it completes or is flushed.  The chain is charged against the
  * slot's credits, reserved at get, so the provider never lacks room, and
- * checked against what the QP accepts before the doorbell.
+ * checked against what the QP accepts before the doorbell.  On iWARP, an
+ * RDMA READ whose sink is an lkey MR of the slot mapped for this post goes
+ * out as RDMA_READ_WITH_INV of that MR, which the next registration then
+ * does not invalidate again; map the MR again before another READ.
  *
  * The post may complete, and done() put the slot, before this returns:
  * once the chain is handed over, this touches neither @slot nor its pool.
@@ -204,9 +239,10 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	struct ib_send_wr *first = NULL, **tail = &first, *last;
 	DECLARE_BITMAP(had_key, IB_SLOT_MAX_MRS);
 	DECLARE_BITMAP(mapped, IB_SLOT_MAX_MRS);
+	DECLARE_BITMAP(read_inv, IB_SLOT_MAX_MRS);
 	const struct ib_send_wr *bad;
 	u32 i, n = 0, inv = 0;
-	int ret;
+	int ret, mr;
 
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
@@ -216,6 +252,7 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 
 	bitmap_copy(mapped, slot->mapped, IB_SLOT_MAX_MRS);
 	bitmap_zero(had_key, IB_SLOT_MAX_MRS);
+	bitmap_zero(read_inv, IB_SLOT_MAX_MRS);
 	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS) {
 		struct ib_slot_mr *smr = &slot->mrs[i];
 
@@ -228,8 +265,12 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	}
 	/* ib_slot_map_mr() stamped the MR WRs already. */
 	for (*tail = wr; wr; wr = wr->next) {
-		u32 units = ib_slot_wr_units(pool, wr);
+		u32 units;
 
+		mr = ib_slot_read_inv(slot, wr, mapped);
+		if (mr >= 0)
+			__set_bit(mr, read_inv);
+		units = ib_slot_wr_units(pool, wr);
 		if (ib_slot_misuse(pool, !units ||
 				   !ib_slot_wr_fits(slot->sqp, wr)))
 			return -EINVAL;
@@ -260,10 +301,11 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	 * Everything of the post is written before the doorbell: its
 	 * completion may run done(), and done() put the slot for its next
 	 * owner, before ib_post_send() returns.  A registered MR is valid
-	 * until invalidated.
+	 * until invalidated; a READ_WITH_INV sink, once its READ completes
+	 * (ib_slot_wc_done() says otherwise if it does not).
 	 */
 	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS)
-		slot->mrs[i].mr->need_inval = true;
+		slot->mrs[i].mr->need_inval = !test_bit(i, read_inv);
 	slot->status = IB_WC_SUCCESS;
 	slot->sq_used += n;
 	bitmap_zero(slot->mapped, IB_SLOT_MAX_MRS);
@@ -364,6 +406,15 @@ void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc)
 	ib_slot_wc_error(&slot->status, wc);
 }
 
+/* Invalidate the slot's lkey MRs before their next registration. */
+static void ib_slot_lkeys_valid(struct ib_slot *slot)
+{
+	unsigned int i;
+
+	for (i = slot->pool->profile.nr_rkey_mrs; i < slot->nr_mrs; i++)
+		slot->mrs[i].mr->need_inval = true;
+}
+
 void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot, cqe);
@@ -380,6 +431,9 @@ void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 		first.status = slot->status;
 		wc = &first;
 	}
+	/* A failed READ_WITH_INV may leave its sink valid. */
+	if (unlikely(slot->status != IB_WC_SUCCESS) && slot->pool->read_inv)
+		ib_slot_lkeys_valid(slot);
 	/*
 	 * done() may post again, or put the slot if no fence is armed; the
 	 * count stays, so that a fence never runs before done() returns.

@@ -50,6 +50,8 @@ struct ib_slot_pool {
 	enum ib_slot_policy	policy;
 	bool			indexed;
 	bool			resume_in_work;
+	/* iWARP: a READ into an lkey MR invalidates it (READ_WITH_INV). */
+	bool			read_inv;
 	bool			dying;
 	/* Gets have no allocator to draw from: the pool is indexed or dying. */
 	bool			refuse_get;

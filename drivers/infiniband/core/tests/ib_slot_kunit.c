@@ -2253,6 +2253,120 @@ static void ib_slot_stress_tag_cache(struct kunit *test)
 		ib_slot_put(all[i]);
 }
 
+/* Post a READ into the slot's lkey MR, mapped for this post. */
+static u32 post_read_sink(struct kunit *test, struct ib_slot *slot,
+			  struct ib_rdma_wr *read, struct ib_sge *sge,
+			  struct scatterlist *sg)
+{
+	struct test_env *env = test->priv;
+	u32 base = to_fqp(env->qp[0])->tail;
+
+	map_all(test, slot, sg);
+	*sge = (struct ib_sge){ .lkey = slot->mrs[0].mr->lkey, .length = 64 };
+	*read = (struct ib_rdma_wr){ .wr = { .opcode = IB_WR_RDMA_READ,
+					     .sg_list = sge, .num_sge = 1 } };
+	KUNIT_EXPECT_EQ(test, ib_slot_post(slot, &read->wr), 0);
+	return base;
+}
+
+/*
+ * G4: on iWARP the peer can write into a READ sink until its MR is
+ * invalidated, so the READ invalidates it as it completes (READ_WITH_INV,
+ * as rdma_rw does), and the next registration needs no LOCAL_INV.  A
+ * flushed READ may leave the MR valid: the next registration invalidates
+ * it.  RoCE keeps the READ and invalidates on reuse.
+ */
+static void ib_slot_iwarp_read_inv(struct kunit *test)
+{
+	static const struct ib_slot_profile p = {
+		.nr_lkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
+	};
+	struct test_env *env = test->priv;
+	struct ib_rdma_wr read;
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+	struct ib_sge sge;
+	u32 base, inv;
+	int round;
+
+	sg_init_one(&sg, env, 64);
+	env->fdev->ibdev.node_type = RDMA_NODE_RNIC;
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	env->fdev->ibdev.node_type = RDMA_NODE_IB_CA;
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+
+	for (round = 0; round < 2; round++) {
+		slot = ib_slot_get(sqp);
+		KUNIT_ASSERT_NOT_NULL(test, slot);
+		inv = env->fdev->posted_inv;
+		base = post_read_sink(test, slot, &read, &sge, &sg);
+		KUNIT_EXPECT_EQ(test, fqp->tail - base, 2);
+		KUNIT_EXPECT_EQ(test, fqp->ring[(base + 1) % fqp->cap].opcode,
+				IB_WR_RDMA_READ_WITH_INV);
+		KUNIT_EXPECT_EQ(test, fqp->ring[(base + 1) % fqp->cap].inv_rkey,
+				slot->mrs[0].mr->lkey);
+		KUNIT_EXPECT_EQ(test, env->fdev->posted_inv, inv);
+		fake_complete_all(fqp);
+		test_poll(test);
+		ib_slot_put(slot);
+	}
+
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	post_read_sink(test, slot, &read, &sge, &sg);
+	fake_fail(fqp, IB_WC_WR_FLUSH_ERR);
+	test_poll(test);
+	ib_slot_put(slot);
+	fqp->error = false;
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	base = post_read_sink(test, slot, &read, &sge, &sg);
+	KUNIT_EXPECT_EQ(test, fqp->tail - base, 3);
+	KUNIT_EXPECT_EQ(test, fqp->ring[base % fqp->cap].opcode,
+			IB_WR_LOCAL_INV);
+	fake_complete_all(fqp);
+	test_poll(test);
+	ib_slot_put(slot);
+}
+
+/* The same profile on RoCE: a plain READ, and a LOCAL_INV at reuse. */
+static void ib_slot_roce_read_keeps_mr(struct kunit *test)
+{
+	static const struct ib_slot_profile p = {
+		.nr_lkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
+	};
+	struct test_env *env = test->priv;
+	struct ib_rdma_wr read;
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+	struct ib_sge sge;
+	u32 base = 0;
+	int round;
+
+	sg_init_one(&sg, env, 64);
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+	for (round = 0; round < 2; round++) {
+		slot = ib_slot_get(sqp);
+		KUNIT_ASSERT_NOT_NULL(test, slot);
+		base = post_read_sink(test, slot, &read, &sge, &sg);
+		fake_complete_all(fqp);
+		test_poll(test);
+		ib_slot_put(slot);
+	}
+	KUNIT_EXPECT_EQ(test, fqp->tail - base, 3);
+	KUNIT_EXPECT_EQ(test, fqp->ring[base % fqp->cap].opcode,
+			IB_WR_LOCAL_INV);
+	KUNIT_EXPECT_EQ(test, fqp->ring[(base + 2) % fqp->cap].opcode,
+			IB_WR_RDMA_READ);
+}
+
 /* ---- two CPUs: waiters, grants, cancels and puts over two pools ---- */
 
 #define MT_POOLS	2
@@ -3426,6 +3540,8 @@ static struct kunit_case ib_slot_api_test_cases[] = {
 	KUNIT_CASE(ib_slot_share_waiter_local),
 	KUNIT_CASE(ib_slot_qp_type_costs),
 	KUNIT_CASE(ib_slot_create_fail_nth),
+	KUNIT_CASE(ib_slot_iwarp_read_inv),
+	KUNIT_CASE(ib_slot_roce_read_keeps_mr),
 	{}
 };
 
