@@ -9,7 +9,8 @@
  * from fixed vectors, and from a model kept here of the WQEs the builders
  * in wr.c write, segment by segment, and of the room calc_sq_size()
  * reserves for every WR.  A segment that grows, or a hook that drifts from
- * the layouts modelled here, fails the checks that compare the two.
+ * the layouts modelled here, fails the checks that compare the two.  The
+ * last suite asks the builders themselves, on a fake device.
  */
 #include <kunit/test.h>
 #include <linux/log2.h>
@@ -1176,7 +1177,560 @@ static struct kunit_suite mlx5_ib_wr_cost_suite = {
 	.test_cases = mlx5_ib_wr_cost_cases,
 };
 
-kunit_test_suites(&mlx5_ib_sq_budget_suite, &mlx5_ib_wr_cost_suite);
+/* ---- Suite mlx5_ib_wr_drive ---- */
+
+/*
+ * The model above and mlx5_ib_calc_wr_layout() are two readings of wr.c;
+ * this suite asks wr.c itself.  mlx5_ib_post_send() builds each WR into a
+ * Send Queue kept in memory, on a fake device that carries only the caps
+ * the builders and the hook read, and the blocks the ring advanced, the
+ * WQEs and their ds counts are held against what the hook reports.
+ */
+
+enum {
+	DRIVE_MAX_SEND_WR = 32,
+	DRIVE_RQ_BYTES = 1536,	/* puts the ring mid-page, as an RQ does */
+	DRIVE_SGE_LEN = 16,
+	DRIVE_MAX_DESCS = 256,
+	DRIVE_ACCESS = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
+		       IB_ACCESS_REMOTE_WRITE,
+};
+
+struct drive_vector {
+	const char *name;
+	enum ib_qp_type type;
+	u32 flags;
+	u32 sge;
+	u32 inl;
+	enum ib_sig_type sig;
+};
+
+static const struct drive_vector drive_vectors[] = {
+	{ "RC 1 SGE", IB_QPT_RC, 0, 1, 0, IB_SIGNAL_REQ_WR },
+	{ "RC 2 SGEs 64 inline", IB_QPT_RC, 0, 2, 64, IB_SIGNAL_REQ_WR },
+	{ "RC 3 SGEs", IB_QPT_RC, 0, 3, 0, IB_SIGNAL_REQ_WR },
+	{ "RC 19 SGEs", IB_QPT_RC, 0, 19, 0, IB_SIGNAL_REQ_WR },
+	{ "RC 30 SGEs all signaled", IB_QPT_RC, 0, 30, 0, IB_SIGNAL_ALL_WR },
+	{ "RC INTEGRITY_EN 2 SGEs", IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN, 2, 0,
+	  IB_SIGNAL_REQ_WR },
+	{ "RC INTEGRITY_EN 24 SGEs all signaled", IB_QPT_RC,
+	  IB_QP_CREATE_INTEGRITY_EN, 24, 0, IB_SIGNAL_ALL_WR },
+	{ "XRC_INI 1 SGE", IB_QPT_XRC_INI, 0, 1, 0, IB_SIGNAL_REQ_WR },
+	{ "XRC_INI 2 SGEs", IB_QPT_XRC_INI, 0, 2, 0, IB_SIGNAL_REQ_WR },
+	{ "XRC_INI 3 SGEs 256 inline", IB_QPT_XRC_INI, 0, 3, 256,
+	  IB_SIGNAL_REQ_WR },
+	{ "XRC_INI INTEGRITY_EN 2 SGEs", IB_QPT_XRC_INI,
+	  IB_QP_CREATE_INTEGRITY_EN, 2, 0, IB_SIGNAL_REQ_WR },
+	{ "UC 4 SGEs 128 inline", IB_QPT_UC, 0, 4, 128, IB_SIGNAL_REQ_WR },
+	{ "UD 1 SGE", IB_QPT_UD, 0, 1, 0, IB_SIGNAL_REQ_WR },
+	{ "UD 8 SGEs 200 inline", IB_QPT_UD, 0, 8, 200, IB_SIGNAL_ALL_WR },
+	{ "UD LSO 3 SGEs", IB_QPT_UD, IB_QP_CREATE_IPOIB_UD_LSO, 3, 0,
+	  IB_SIGNAL_REQ_WR },
+};
+
+static const enum ib_wr_opcode drive_ops[] = {
+	IB_WR_SEND, IB_WR_SEND_WITH_IMM, IB_WR_SEND_WITH_INV,
+	IB_WR_RDMA_WRITE, IB_WR_RDMA_WRITE_WITH_IMM, IB_WR_RDMA_READ,
+	IB_WR_ATOMIC_CMP_AND_SWP, IB_WR_ATOMIC_FETCH_AND_ADD,
+	IB_WR_MASKED_ATOMIC_CMP_AND_SWP, IB_WR_LOCAL_INV, IB_WR_REG_MR,
+	IB_WR_REG_MR_INTEGRITY,
+};
+
+struct drive_qp {
+	struct ib_qp_init_attr attr;
+	struct mlx5_ib_sq_geom geom;
+	struct mlx5_ib_dev *dev;
+	struct mlx5_ib_pd *pd;
+	struct mlx5_ib_qp *qp;
+	struct mlx5_ib_ah *ah;
+	struct mlx5_ib_mr *mr;		/* REG_MR, and the sig MR's pi_mr */
+	struct mlx5_ib_mr *sig_mr;
+	struct ib_sge sge[MAX_SGE];
+	u8 *data;
+	const char *name;
+	unsigned int posted;
+	unsigned int bad;
+};
+
+/* How the blocks of a WR compare with those the hook derives */
+enum drive_match {
+	DRIVE_EXACT,
+	DRIVE_AT_MOST,		/* the hook takes the largest choice */
+	DRIVE_UNPRICED,		/* inline data, bounded by the room alone */
+};
+
+/* What one WR took, as the ring and its control segments tell */
+struct drive_result {
+	int ret;
+	u32 bbs;
+	u32 wqes;
+	u32 signaled;
+	u32 wrs;
+};
+
+static struct mlx5_ib_mr *drive_mr(struct kunit *test, struct drive_qp *d)
+{
+	struct mlx5_ib_mr *mr = kunit_kzalloc(test, sizeof(*mr), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, mr);
+	mr->descs = kunit_kcalloc(test, DRIVE_MAX_DESCS,
+				  sizeof(struct mlx5_klm), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, mr->descs);
+	mr->ibmr.device = &d->dev->ib_dev;
+	mr->ibmr.pd = &d->pd->ibpd;
+	mr->ibmr.lkey = 0x1234;
+	mr->ibmr.rkey = 0x1234;
+	mr->ibmr.page_size = SZ_4K;
+	mr->desc_map = 0x10000;
+	mr->max_descs = DRIVE_MAX_DESCS;
+	return mr;
+}
+
+static void drive_mr_descs(struct mlx5_ib_mr *mr, int access_mode,
+			   unsigned int ndescs)
+{
+	mr->access_mode = access_mode;
+	mr->desc_size = access_mode == MLX5_MKC_ACCESS_MODE_MTT ?
+			sizeof(u64) : sizeof(struct mlx5_klm);
+	mr->mmkey.ndescs = ndescs;
+	mr->meta_ndescs = 0;
+	mr->ibmr.length = (u64)ndescs * SZ_4K;
+}
+
+/*
+ * A kernel QP as _create_kernel_qp() sets it up, sized by the helper
+ * calc_sq_size() calls: the ring after an RQ in page fragments, a
+ * doorbell record and a blue flame register in plain memory, which
+ * mlx5_write64() stores to on 64-bit.  No CQ: the ring is emptied after
+ * every WR, so mlx5r_wq_overflow() never looks at one.
+ */
+static struct drive_qp *drive_qp_create(struct kunit *test,
+					const struct drive_vector *v)
+{
+	const struct mlx5_ib_sq_caps *caps = &caps_15_1024;
+	struct mlx5_core_dev *mdev;
+	struct mlx5_buf_list *frags;
+	struct mlx5_sq_bfreg *bfreg;
+	struct mlx5_hca_cap *hca;
+	struct mlx5_ib_qp *qp;
+	struct drive_qp *d;
+	unsigned int i, npages;
+	void *bf;
+
+	d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, d);
+	d->attr = test_attr(v->type, v->flags, DRIVE_MAX_SEND_WR, v->sge,
+			    v->inl);
+	d->attr.sq_sig_type = v->sig;
+	d->name = v->name;
+	KUNIT_ASSERT_EQ(test, mlx5_ib_calc_sq_geom(caps, &d->attr, &d->geom),
+			0);
+	KUNIT_ASSERT_LT(test, d->geom.max_gs, MAX_SGE);
+
+	d->dev = kunit_kzalloc(test, sizeof(*d->dev), GFP_KERNEL);
+	mdev = kunit_kzalloc(test, sizeof(*mdev), GFP_KERNEL);
+	hca = kunit_kzalloc(test, sizeof(*hca), GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, d->dev && mdev && hca);
+	MLX5_SET(cmd_hca_cap, hca->cur, log_max_qp_sz, caps->log_max_qp_sz);
+	MLX5_SET(cmd_hca_cap, hca->cur, max_wqe_sz_sq, caps->max_wqe_sz_sq);
+	MLX5_SET(cmd_hca_cap, hca->cur, xrc, caps->xrc);
+	MLX5_SET(cmd_hca_cap, hca->cur, sho, 1);
+	MLX5_SET(cmd_hca_cap, hca->cur, ipoib_basic_offloads, 1);
+	mdev->caps.hca[MLX5_CAP_GENERAL] = hca;
+	d->dev->mdev = mdev;
+	d->dev->ib_dev.dev.init_name = "mlx5_ib_wr_drive";
+
+	d->pd = kunit_kzalloc(test, sizeof(*d->pd), GFP_KERNEL);
+	d->ah = kunit_kzalloc(test, sizeof(*d->ah), GFP_KERNEL);
+	d->data = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, d->pd && d->ah && d->data);
+	d->pd->ibpd.device = &d->dev->ib_dev;
+	d->pd->ibpd.local_dma_lkey = 0x100;
+	d->pd->pdn = 1;
+	d->mr = drive_mr(test, d);
+	d->sig_mr = drive_mr(test, d);
+	d->sig_mr->pi_mr = d->mr;
+	d->sig_mr->sig = kunit_kzalloc(test, sizeof(*d->sig_mr->sig),
+				       GFP_KERNEL);
+	d->sig_mr->ibmr.sig_attrs = kunit_kzalloc(test,
+						  sizeof(struct ib_sig_attrs),
+						  GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, d->sig_mr->sig && d->sig_mr->ibmr.sig_attrs);
+
+	qp = kunit_kzalloc(test, sizeof(*qp), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, qp);
+	d->qp = qp;
+	qp->ibqp.device = &d->dev->ib_dev;
+	qp->ibqp.pd = &d->pd->ibpd;
+	qp->ibqp.qp_type = v->type;
+	qp->ibqp.integrity_en = v->flags & IB_QP_CREATE_INTEGRITY_EN;
+	qp->type = v->type;
+	qp->flags = v->flags;
+	qp->trans_qp.base.mqp.qpn = 0x42;
+	if (v->sig == IB_SIGNAL_ALL_WR)
+		qp->sq_signal_bits = MLX5_WQE_CTRL_CQ_UPDATE;
+	qp->max_inline_data = d->geom.max_inline;
+	spin_lock_init(&qp->sq.lock);
+	qp->sq.wqe_cnt = d->geom.wqe_cnt;
+	qp->sq.wqe_shift = ilog2(MLX5_SEND_WQE_BB);
+	qp->sq.max_gs = d->geom.max_gs;
+	qp->sq.max_post = d->geom.max_post;
+	qp->sq.offset = DRIVE_RQ_BYTES;
+
+	npages = DIV_ROUND_UP(qp->sq.offset + d->geom.wq_size, PAGE_SIZE);
+	frags = kunit_kcalloc(test, npages, sizeof(*frags), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, frags);
+	for (i = 0; i < npages; i++) {
+		frags[i].buf = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, frags[i].buf);
+	}
+	mlx5_init_fbc_offset(frags + qp->sq.offset / PAGE_SIZE,
+			     ilog2(MLX5_SEND_WQE_BB), ilog2(qp->sq.wqe_cnt),
+			     (qp->sq.offset & (PAGE_SIZE - 1)) /
+			     MLX5_SEND_WQE_BB, &qp->sq.fbc);
+	qp->sq.cur_edge = get_sq_edge(&qp->sq, 0);
+
+	qp->sq.wrid = kunit_kcalloc(test, qp->sq.wqe_cnt,
+				    sizeof(*qp->sq.wrid), GFP_KERNEL);
+	qp->sq.wr_data = kunit_kcalloc(test, qp->sq.wqe_cnt,
+				       sizeof(*qp->sq.wr_data), GFP_KERNEL);
+	qp->sq.w_list = kunit_kcalloc(test, qp->sq.wqe_cnt,
+				      sizeof(*qp->sq.w_list), GFP_KERNEL);
+	qp->sq.wqe_head = kunit_kcalloc(test, qp->sq.wqe_cnt,
+					sizeof(*qp->sq.wqe_head), GFP_KERNEL);
+	qp->db.db = kunit_kcalloc(test, 2, sizeof(*qp->db.db), GFP_KERNEL);
+	bfreg = kunit_kzalloc(test, sizeof(*bfreg), GFP_KERNEL);
+	bf = kunit_kzalloc(test, 2 * SZ_256, GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, qp->sq.wrid && qp->sq.wr_data &&
+			  qp->sq.w_list && qp->sq.wqe_head && qp->db.db &&
+			  bfreg && bf);
+	bfreg->map = (void __force __iomem *)bf;
+	qp->bf.bfreg = bfreg;
+	qp->bf.buf_size = SZ_256;
+
+	return d;
+}
+
+static bool drive_is_atomic(enum ib_wr_opcode op)
+{
+	return op == IB_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IB_WR_ATOMIC_FETCH_AND_ADD ||
+	       op == IB_WR_MASKED_ATOMIC_CMP_AND_SWP;
+}
+
+/* Posts one signaled WR of @num_sge SGEs, @inl bytes inline if not 0 */
+static void drive_post(struct kunit *test, struct drive_qp *d,
+		       enum ib_wr_opcode op, u32 num_sge, u32 inl,
+		       struct drive_result *res)
+{
+	union {
+		struct ib_send_wr send;
+		struct ib_rdma_wr rdma;
+		struct ib_ud_wr ud;
+		struct ib_reg_wr reg;
+	} wr = {};
+	struct mlx5_ib_wq *sq = &d->qp->sq;
+	const struct ib_send_wr *bad = NULL;
+	u16 start = sq->cur_post, pos;
+	unsigned int head = sq->head;
+	u32 i, ds;
+
+	for (i = 0; i < num_sge; i++) {
+		u32 len = inl ? inl / num_sge + (i < inl % num_sge) :
+			  DRIVE_SGE_LEN;
+
+		d->sge[i] = (struct ib_sge){
+			.addr = (uintptr_t)d->data, .length = len,
+			.lkey = 0x100,
+		};
+	}
+	wr.send.wr_id = ++d->posted;
+	wr.send.opcode = op;
+	wr.send.send_flags = IB_SEND_SIGNALED | (inl ? IB_SEND_INLINE : 0);
+	wr.send.sg_list = d->sge;
+	wr.send.num_sge = num_sge;
+	wr.send.ex.invalidate_rkey = 0x1234;
+	if (d->attr.qp_type == IB_QPT_UD) {
+		wr.ud.ah = &d->ah->ibah;
+		wr.ud.remote_qpn = 0x43;
+		wr.ud.remote_qkey = 0x11111111;
+	} else if (op == IB_WR_RDMA_WRITE || op == IB_WR_RDMA_WRITE_WITH_IMM ||
+		   op == IB_WR_RDMA_READ || drive_is_atomic(op)) {
+		wr.rdma.remote_addr = 0x20000;
+		wr.rdma.rkey = 0x5678;
+	} else if (op == IB_WR_REG_MR || op == IB_WR_REG_MR_INTEGRITY) {
+		wr.reg.mr = op == IB_WR_REG_MR ? &d->mr->ibmr :
+						 &d->sig_mr->ibmr;
+		wr.reg.key = 0x1234;
+		wr.reg.access = DRIVE_ACCESS;
+		/* As ib_check_mr_status() leaves it before the next use */
+		d->sig_mr->sig->sig_status_checked = true;
+	}
+
+	res->ret = mlx5_ib_post_send(&d->qp->ibqp, &wr.send, &bad, false);
+	res->bbs = (u16)(sq->cur_post - start);
+	res->wrs = sq->head - head;
+	res->wqes = 0;
+	res->signaled = 0;
+	/* Walk the WQEs by the ds count each control segment carries */
+	for (pos = start; pos != sq->cur_post && res->wqes <= res->bbs;
+	     res->wqes++) {
+		struct mlx5_wqe_ctrl_seg *ctrl =
+			mlx5_frag_buf_get_wqe(&sq->fbc,
+					      pos & (sq->wqe_cnt - 1));
+
+		ds = be32_to_cpu(ctrl->qpn_ds) & MLX5_WQE_CTRL_DS_MASK;
+		pos += DIV_ROUND_UP(ds * MLX5_SEND_WQE_DS, MLX5_SEND_WQE_BB);
+		if (ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE)
+			res->signaled++;
+	}
+	KUNIT_EXPECT_EQ_MSG(test, pos, sq->cur_post,
+			    "%s opcode %u: ds counts and ring disagree",
+			    d->name, op);
+	if (res->bbs)
+		KUNIT_EXPECT_EQ(test, be32_to_cpu(d->qp->db.db[MLX5_SND_DBR]),
+				sq->cur_post);
+	/* Every WQE completed: the next WR finds an empty ring */
+	sq->tail = sq->head;
+}
+
+/*
+ * The hook against one WR the builders wrote: a single WR of max_send_wr
+ * whatever its WQEs, as mlx5r_wq_overflow() counts; its blocks within
+ * the units it costs, each the room calc_sq_size() reserves per WR, and
+ * as @match says against the @bbs the hook derives; its completions.
+ */
+static void drive_check(struct kunit *test, struct drive_qp *d,
+			enum ib_wr_opcode op, u32 num_sge, u32 inl,
+			const struct drive_result *res,
+			const struct ib_wr_cost *cost, u32 bbs,
+			enum drive_match match)
+{
+	bool blocks = match == DRIVE_EXACT ? res->bbs == bbs :
+		      match == DRIVE_AT_MOST ? res->bbs <= bbs : true;
+
+	if (!res->ret && res->wrs == 1 && blocks &&
+	    res->bbs * MLX5_SEND_WQE_BB <= cost->sq_units * d->geom.wqe_size &&
+	    res->wqes == cost->cqe_error && res->signaled == cost->cqe_signaled)
+		return;
+	if (d->bad++ < MAX_REPORTS)
+		KUNIT_FAIL(test,
+			   "%s opcode %u %u SGEs %u inline: ret %d, %u WRs, %u blocks (hook %u, match %d) in %u units of %u bytes, %u WQEs (hook %u), %u signaled (hook %u)",
+			   d->name, op, num_sge, inl, res->ret, res->wrs,
+			   res->bbs, bbs, match, cost->sq_units,
+			   d->geom.wqe_size, res->wqes, cost->cqe_error,
+			   res->signaled, cost->cqe_signaled);
+}
+
+static void drive_data(struct kunit *test, struct drive_qp *d,
+		       enum ib_wr_opcode op, u32 num_sge, u32 inl)
+{
+	bool rc = d->attr.qp_type == IB_QPT_RC ||
+		  d->attr.qp_type == IB_QPT_XRC_INI;
+	struct mlx5_ib_wr_layout layout;
+	struct drive_result res;
+	struct ib_wr_cost cost;
+	int err;
+
+	err = mlx5_ib_get_wr_cost(&d->dev->ib_dev, &d->attr, op, num_sge,
+				  &cost);
+	if (err) {
+		KUNIT_EXPECT_EQ(test, err, -EOPNOTSUPP);
+		/*
+		 * RC refuses atomics as well, with a warning: once is
+		 * enough.  UC and UD build whatever they are given, so
+		 * there is nothing to compare.
+		 */
+		if (!rc || !drive_is_atomic(op) || num_sge != 1)
+			return;
+		drive_post(test, d, op, num_sge, 0, &res);
+		KUNIT_EXPECT_EQ(test, res.ret, -EOPNOTSUPP);
+		KUNIT_EXPECT_EQ(test, res.bbs, 0);
+		return;
+	}
+	KUNIT_ASSERT_EQ(test, mlx5_ib_calc_wr_layout(&d->attr, op, num_sge,
+						     &layout), 0);
+	drive_post(test, d, op, num_sge, inl, &res);
+	drive_check(test, d, op, num_sge, inl, &res, &cost, layout.bbs,
+		    inl ? DRIVE_UNPRICED : DRIVE_EXACT);
+}
+
+/*
+ * The blocks of a REG_MR depend on its descriptor list, which the hook
+ * does not see: it reports the largest, which every list must fit in and
+ * one must take.  Those of a REG_MR_INTEGRITY also depend on whether the
+ * protection is interleaved with the data.
+ */
+static void drive_registration(struct kunit *test, struct drive_qp *d,
+			       enum ib_wr_opcode op)
+{
+	static const struct {
+		int mode;
+		unsigned int ndescs;
+	} lists[] = {
+		{ MLX5_MKC_ACCESS_MODE_MTT, 1 }, { MLX5_MKC_ACCESS_MODE_MTT, 4 },
+		{ MLX5_MKC_ACCESS_MODE_MTT, 6 }, { MLX5_MKC_ACCESS_MODE_MTT, 7 },
+		{ MLX5_MKC_ACCESS_MODE_MTT, 8 }, { MLX5_MKC_ACCESS_MODE_MTT, 9 },
+		{ MLX5_MKC_ACCESS_MODE_MTT, DRIVE_MAX_DESCS },
+		{ MLX5_MKC_ACCESS_MODE_KLMS, 1 },
+		{ MLX5_MKC_ACCESS_MODE_KLMS, 3 },
+		{ MLX5_MKC_ACCESS_MODE_KLMS, 4 },
+		{ MLX5_MKC_ACCESS_MODE_KLMS, 5 },
+		{ MLX5_MKC_ACCESS_MODE_KLMS, DRIVE_MAX_DESCS },
+	};
+	struct ib_sig_attrs *sig = d->sig_mr->ibmr.sig_attrs;
+	struct mlx5_ib_mr *mr = d->mr;
+	struct mlx5_ib_wr_layout layout;
+	struct drive_result res;
+	struct ib_wr_cost cost;
+	unsigned int i, n;
+	u32 most = 0;
+	int err;
+
+	err = mlx5_ib_get_wr_cost(&d->dev->ib_dev, &d->attr, op, 0, &cost);
+	if (err) {
+		KUNIT_EXPECT_EQ(test, err, -EOPNOTSUPP);
+		return;
+	}
+	KUNIT_ASSERT_EQ(test, mlx5_ib_calc_wr_layout(&d->attr, op, 0,
+						     &layout), 0);
+
+	n = op == IB_WR_LOCAL_INV ? 1 : ARRAY_SIZE(lists);
+	for (i = 0; i < n; i++) {
+		drive_mr_descs(mr, lists[i].mode, lists[i].ndescs);
+		if (op == IB_WR_REG_MR_INTEGRITY) {
+			bool prot = i & 1;
+
+			mr->meta_ndescs = prot;
+			mr->data_length = lists[i].ndescs * 512;
+			mr->data_iova = 0x100000;
+			mr->meta_length = prot * lists[i].ndescs * 8;
+			mr->pi_iova = 0x200000;
+			sig->mem.sig_type = prot ? IB_SIG_TYPE_T10_DIF :
+						   IB_SIG_TYPE_NONE;
+			sig->mem.sig.dif.pi_interval = 512;
+			sig->wire.sig_type = IB_SIG_TYPE_T10_DIF;
+			sig->wire.sig.dif.pi_interval = 512;
+		}
+		drive_post(test, d, op, 0, 0, &res);
+		drive_check(test, d, op, 0, 0, &res, &cost, layout.bbs,
+			    DRIVE_AT_MOST);
+		most = max(most, res.bbs);
+	}
+	KUNIT_EXPECT_EQ_MSG(test, most, layout.bbs, "%s opcode %u", d->name,
+			    op);
+}
+
+static void drive_vector_desc(const struct drive_vector *v, char *desc)
+{
+	strscpy(desc, v->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(drive_vectors, drive_vectors, drive_vector_desc);
+
+/* Every opcode the hook prices, at every SGE count the QP takes */
+static void mlx5_ib_test_drive(struct kunit *test)
+{
+	const struct drive_vector *v = test->param_value;
+	struct drive_qp *d = drive_qp_create(test, v);
+	struct drive_result res;
+	struct ib_wr_cost cost;
+	unsigned int i;
+	u32 n;
+
+	for (i = 0; i < ARRAY_SIZE(drive_ops); i++) {
+		enum ib_wr_opcode op = drive_ops[i];
+
+		if (is_registration(op)) {
+			drive_registration(test, d, op);
+			continue;
+		}
+		for (n = 0; n <= d->geom.max_gs; n++)
+			drive_data(test, d, op, n, 0);
+		if (v->inl && op != IB_WR_RDMA_READ) {
+			drive_data(test, d, op, 1, d->geom.max_inline);
+			drive_data(test, d, op, d->geom.max_gs,
+				   d->geom.max_inline);
+		}
+	}
+
+	/* One SGE more than the QP takes: both refuse it */
+	n = d->geom.max_gs + 1;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_get_wr_cost(&d->dev->ib_dev, &d->attr,
+						  IB_WR_SEND, n, &cost),
+			-EINVAL);
+	drive_post(test, d, IB_WR_SEND, n, 0, &res);
+	KUNIT_EXPECT_EQ(test, res.ret, -EINVAL);
+	KUNIT_EXPECT_EQ(test, res.bbs, 0);
+
+	KUNIT_EXPECT_EQ(test, d->bad, 0);
+	kunit_info(test, "%u WRs posted\n", d->posted);
+}
+
+/*
+ * Figures a review counted by hand: the largest inline descriptor list, 8
+ * MTTs, takes 3 blocks on RC, which its WQE holds, and 4 on XRC_INI,
+ * which cost 2 units of its 3.
+ */
+static void mlx5_ib_test_drive_known(struct kunit *test)
+{
+	static const struct drive_vector rc = {
+		"RC 1 SGE", IB_QPT_RC, 0, 1, 0, IB_SIGNAL_REQ_WR,
+	};
+	static const struct drive_vector xrc = {
+		"XRC_INI 1 SGE", IB_QPT_XRC_INI, 0, 1, 0, IB_SIGNAL_REQ_WR,
+	};
+	static const struct {
+		const struct drive_vector *v;
+		enum ib_wr_opcode op;
+		u32 bbs;
+		u32 units;
+	} known[] = {
+		{ &rc, IB_WR_REG_MR, 3, 1 },
+		{ &rc, IB_WR_LOCAL_INV, 2, 1 },
+		{ &xrc, IB_WR_REG_MR, 4, 2 },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(known); i++) {
+		struct drive_qp *d = drive_qp_create(test, known[i].v);
+		struct mlx5_ib_wr_layout layout;
+		struct drive_result res;
+		struct ib_wr_cost cost;
+
+		KUNIT_ASSERT_EQ(test, d->geom.wqe_size, 3 * MLX5_SEND_WQE_BB);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_get_wr_cost(&d->dev->ib_dev,
+							  &d->attr, known[i].op,
+							  0, &cost), 0);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_calc_wr_layout(&d->attr,
+							     known[i].op, 0,
+							     &layout), 0);
+		drive_mr_descs(d->mr, MLX5_MKC_ACCESS_MODE_MTT, 8);
+		drive_post(test, d, known[i].op, 0, 0, &res);
+		KUNIT_EXPECT_EQ(test, res.ret, 0);
+		KUNIT_EXPECT_EQ_MSG(test, res.bbs, known[i].bbs, "%s opcode %u",
+				    d->name, known[i].op);
+		KUNIT_EXPECT_EQ(test, layout.bbs, known[i].bbs);
+		KUNIT_EXPECT_EQ(test, cost.sq_units, known[i].units);
+		/* More than one unit exactly when the WQE outgrows its room */
+		KUNIT_EXPECT_EQ(test, res.bbs * MLX5_SEND_WQE_BB >
+				      d->geom.wqe_size, known[i].units > 1);
+	}
+}
+
+static struct kunit_case mlx5_ib_wr_drive_cases[] = {
+	KUNIT_CASE(mlx5_ib_test_drive_known),
+	KUNIT_CASE_PARAM(mlx5_ib_test_drive, drive_vectors_gen_params),
+	{}
+};
+
+static struct kunit_suite mlx5_ib_wr_drive_suite = {
+	.name = "mlx5_ib_wr_drive",
+	.test_cases = mlx5_ib_wr_drive_cases,
+};
+
+kunit_test_suites(&mlx5_ib_sq_budget_suite, &mlx5_ib_wr_cost_suite,
+		  &mlx5_ib_wr_drive_suite);
 
 MODULE_DESCRIPTION("KUnit tests for mlx5 Send Queue sizing");
 MODULE_LICENSE("Dual BSD/GPL");
