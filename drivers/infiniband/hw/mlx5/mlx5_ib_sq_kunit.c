@@ -15,6 +15,7 @@
 #include <kunit/test.h>
 #include <linux/log2.h>
 #include <linux/mlx5/qp.h>
+#include <linux/vmalloc.h>
 #include "mlx5_ib.h"
 #include "qp.h"
 #include "wr.h"
@@ -1297,6 +1298,8 @@ static void drive_mr_descs(struct mlx5_ib_mr *mr, int access_mode,
 	mr->ibmr.length = (u64)ndescs * SZ_4K;
 }
 
+KUNIT_DEFINE_ACTION_WRAPPER(drive_vfree, vfree, const void *);
+
 /*
  * A kernel QP as _create_kernel_qp() sets it up, sized by the helper
  * calc_sq_size() calls: the ring after an RQ in page fragments, a
@@ -1315,7 +1318,7 @@ static struct drive_qp *drive_qp_create(struct kunit *test,
 	struct mlx5_ib_qp *qp;
 	struct drive_qp *d;
 	unsigned int i, npages;
-	void *bf;
+	void *bf, *ring;
 
 	d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, d);
@@ -1380,10 +1383,20 @@ static struct drive_qp *drive_qp_create(struct kunit *test,
 	npages = DIV_ROUND_UP(qp->sq.offset + d->geom.wq_size, PAGE_SIZE);
 	frags = kunit_kcalloc(test, npages, sizeof(*frags), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, frags);
-	for (i = 0; i < npages; i++) {
-		frags[i].buf = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
-		KUNIT_ASSERT_NOT_NULL(test, frags[i].buf);
-	}
+	/*
+	 * One buffer for all fragments, and a page more.  wr.c looks for a
+	 * fragment's edge only between segments, and the mkey segment of an
+	 * XRC_INI REG_MR starts 16 bytes past a block: it can straddle the
+	 * edge, and then writes past its fragment (KASAN saw 4 bytes past a
+	 * page with fragments allocated apart).  The blocks counted do not
+	 * change; the overrun must stay in memory of the test's own.
+	 */
+	ring = vzalloc((npages + 1) * PAGE_SIZE);
+	KUNIT_ASSERT_NOT_NULL(test, ring);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, drive_vfree,
+							ring), 0);
+	for (i = 0; i < npages; i++)
+		frags[i].buf = ring + i * PAGE_SIZE;
 	mlx5_init_fbc_offset(frags + qp->sq.offset / PAGE_SIZE,
 			     ilog2(MLX5_SEND_WQE_BB), ilog2(qp->sq.wqe_cnt),
 			     (qp->sq.offset & (PAGE_SIZE - 1)) /
