@@ -2591,7 +2591,7 @@ static void ib_slot_stress_waiters_two_cpus(struct kunit *test)
 	}
 }
 
-/* ---- destroy racing the last completion and the last put ---- */
+/* ---- destroy racing the completion that puts the last slot ---- */
 
 struct destroy_race {
 	struct test_thread	destroy;
@@ -2661,106 +2661,6 @@ static void ib_slot_destroy_races_done(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, race.early);
 	KUNIT_EXPECT_NE(test, wait_for_completion_timeout(&race.destroy.done,
 							  10 * HZ), 0);
-}
-
-#define PUT_RACES	200
-
-/*
- * The destroyer creates a pool of one slot, takes it, hands it to the
- * putter on the other CPU and destroys the pool, which returns once the
- * put is back and frees the pool.  The put must not read the pool after
- * that; the debug flavour's KASAN reports it if it does.
- */
-struct put_race {
-	struct ib_pd		*pd;
-	struct ib_qp		*qp;
-	struct ib_qp_cap	cap;
-	struct ib_slot		*slot;
-	struct test_thread	destroyer;
-	struct test_thread	putter;
-	unsigned int		rounds;
-	unsigned int		puts;
-	bool			failed;
-};
-
-static void put_race_destroyer(void *data)
-{
-	struct put_race *r = data;
-	struct ib_slot_pool_attr attr = {
-		.pd = r->pd, .profile = send_only, .nr_slots = 1,
-		.policy = IB_SLOT_BACKPRESSURE, .done = test_done,
-	};
-	struct ib_slot_pool *pool;
-	struct ib_slot_qp *sqp;
-	struct ib_slot *slot;
-
-	for (r->rounds = 0; r->rounds < PUT_RACES; r->rounds++) {
-		pool = ib_slot_pool_create(&attr);
-		if (IS_ERR(pool))
-			break;
-		sqp = ib_slot_qp_attach(pool, r->qp, &r->cap, 1);
-		slot = IS_ERR(sqp) ? NULL : ib_slot_get(sqp);
-		if (slot)
-			/* Pairs with the xchg() of the putter. */
-			smp_store_release(&r->slot, slot);
-		ib_slot_pool_destroy(pool);
-		if (!slot)
-			break;
-	}
-	WRITE_ONCE(r->failed, r->rounds != PUT_RACES);
-}
-
-static void put_race_putter(void *data)
-{
-	struct put_race *r = data;
-	unsigned long end = jiffies + 60 * HZ;
-	struct ib_slot *slot;
-
-	while (r->puts < PUT_RACES && !READ_ONCE(r->failed) &&
-	       time_before(jiffies, end)) {
-		slot = xchg(&r->slot, NULL);
-		if (!slot) {
-			cpu_relax();
-			continue;
-		}
-		ib_slot_put(slot);
-		r->puts++;
-	}
-}
-
-static void ib_slot_stress_destroy_races_put(struct kunit *test)
-{
-	struct test_env *env = test->priv;
-	struct ib_qp_init_attr qattr = { .qp_type = IB_QPT_RC };
-	struct put_race *r;
-	u32 nr_cqe = 0;
-	int cpu;
-
-	if (num_online_cpus() < 2)
-		kunit_skip(test, "needs two CPUs");
-	r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, r);
-	/* A pool only to size the QP that every round's pool attaches. */
-	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
-	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 1, &qattr, &nr_cqe), 0);
-	env->cq = test_cq(test, nr_cqe);
-	qattr.send_cq = env->cq;
-	qattr.recv_cq = env->cq;
-	r->qp = ib_create_qp(env->pd, &qattr);
-	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, r->qp);
-	test_action(test, ib_destroy_qp_action, r->qp);
-	r->pd = env->pd;
-	r->cap = qattr.cap;
-	cpu = cpumask_first(cpu_online_mask);
-	test_thread_start(test, &r->destroyer, put_race_destroyer, r, cpu);
-	test_thread_start(test, &r->putter, put_race_putter, r,
-			  cpumask_next(cpu, cpu_online_mask));
-	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&r->destroyer.done,
-							  120 * HZ), 0);
-	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&r->putter.done,
-							  120 * HZ), 0);
-	KUNIT_EXPECT_EQ(test, r->rounds, PUT_RACES);
-	KUNIT_EXPECT_EQ(test, r->puts, PUT_RACES);
 }
 
 /* ---- misuse: each case provokes a warning on purpose ---- */
@@ -3579,7 +3479,6 @@ static struct kunit_case ib_slot_stress_test_cases[] = {
 	KUNIT_CASE_SLOW(ib_slot_stress_two_qps),
 	KUNIT_CASE_SLOW(ib_slot_stress_tag_cache),
 	KUNIT_CASE_SLOW(ib_slot_stress_waiters_two_cpus),
-	KUNIT_CASE_SLOW(ib_slot_stress_destroy_races_put),
 	{}
 };
 
