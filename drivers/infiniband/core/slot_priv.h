@@ -89,7 +89,8 @@ struct ib_slot_pool {
 	struct list_head	qps;
 	/* Keeps an attached QP alive for the qp_error knob. */
 	struct mutex		qps_mutex;
-	u32			scan_gen;
+	/* 64 bits: a mark left 2^32 scans ago must not skip a QP. */
+	u64			scan_gen;
 	struct work_struct	resume_work;
 	/* Fenced slots whose rkey MRs must be replaced before fenced(). */
 	struct llist_head	recycle;
@@ -121,7 +122,7 @@ struct ib_slot_qp {
 	atomic_t		nr_held;
 	u32			sq_depth;
 	u32			fair_share;
-	u32			skip_gen;
+	u64			skip_gen;
 	/* Waiters queued for this QP, under the pool's lock. */
 	u32			nr_waiters;
 };
