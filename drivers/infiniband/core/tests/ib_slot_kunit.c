@@ -2253,6 +2253,11 @@ static void ib_slot_stress_tag_cache(struct kunit *test)
 		ib_slot_put(all[i]);
 }
 
+/* A slot whose RDMA READ sink is its lkey MR. */
+static const struct ib_slot_profile read_sink = {
+	.nr_lkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
+};
+
 /* Post a READ into the slot's lkey MR, mapped for this post. */
 static u32 post_read_sink(struct kunit *test, struct ib_slot *slot,
 			  struct ib_rdma_wr *read, struct ib_sge *sge,
@@ -2278,9 +2283,6 @@ static u32 post_read_sink(struct kunit *test, struct ib_slot *slot,
  */
 static void ib_slot_iwarp_read_inv(struct kunit *test)
 {
-	static const struct ib_slot_profile p = {
-		.nr_lkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
-	};
 	struct test_env *env = test->priv;
 	struct ib_rdma_wr read;
 	struct scatterlist sg;
@@ -2293,7 +2295,7 @@ static void ib_slot_iwarp_read_inv(struct kunit *test)
 
 	sg_init_one(&sg, env, 64);
 	env->fdev->ibdev.node_type = RDMA_NODE_RNIC;
-	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &read_sink, 1, IB_SLOT_NO_EXHAUST, 0);
 	env->fdev->ibdev.node_type = RDMA_NODE_IB_CA;
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
@@ -2335,9 +2337,6 @@ static void ib_slot_iwarp_read_inv(struct kunit *test)
 /* The same profile on RoCE: a plain READ, and a LOCAL_INV at reuse. */
 static void ib_slot_roce_read_keeps_mr(struct kunit *test)
 {
-	static const struct ib_slot_profile p = {
-		.nr_lkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
-	};
 	struct test_env *env = test->priv;
 	struct ib_rdma_wr read;
 	struct scatterlist sg;
@@ -2349,7 +2348,7 @@ static void ib_slot_roce_read_keeps_mr(struct kunit *test)
 	int round;
 
 	sg_init_one(&sg, env, 64);
-	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &read_sink, 1, IB_SLOT_NO_EXHAUST, 0);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	for (round = 0; round < 2; round++) {
