@@ -2258,19 +2258,37 @@ static const struct ib_slot_profile read_sink = {
 	.nr_lkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
 };
 
-/* Post a READ into the slot's lkey MR, mapped for this post. */
-static u32 post_read_sink(struct kunit *test, struct ib_slot *slot,
-			  struct ib_rdma_wr *read, struct ib_sge *sge,
-			  struct scatterlist *sg)
+/*
+ * One slot lifetime: get, a READ into the lkey MR mapped for it, its
+ * completion or a flush, put.  Returns where its WRs start in the ring,
+ * and in *@lkey the key of the sink.
+ */
+static u32 read_sink_life(struct kunit *test, struct ib_slot_qp *sqp,
+			  bool flush, u32 *lkey)
 {
 	struct test_env *env = test->priv;
-	u32 base = to_fqp(env->qp[0])->tail;
+	struct fake_qp *fqp = to_fqp(env->qp[0]);
+	struct ib_rdma_wr read = { .wr = { .opcode = IB_WR_RDMA_READ,
+					   .num_sge = 1 } };
+	u32 base = fqp->tail;
+	struct scatterlist sg;
+	struct ib_slot *slot;
+	struct ib_sge sge;
 
-	map_all(test, slot, sg);
-	*sge = (struct ib_sge){ .lkey = slot->mrs[0].mr->lkey, .length = 64 };
-	*read = (struct ib_rdma_wr){ .wr = { .opcode = IB_WR_RDMA_READ,
-					     .sg_list = sge, .num_sge = 1 } };
-	KUNIT_EXPECT_EQ(test, ib_slot_post(slot, &read->wr), 0);
+	sg_init_one(&sg, env, 64);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	map_all(test, slot, &sg);
+	*lkey = slot->mrs[0].mr->lkey;
+	sge = (struct ib_sge){ .lkey = *lkey, .length = 64 };
+	read.wr.sg_list = &sge;
+	KUNIT_EXPECT_EQ(test, ib_slot_post(slot, &read.wr), 0);
+	if (flush)
+		fake_fail(fqp, IB_WC_WR_FLUSH_ERR);
+	else
+		fake_complete_all(fqp);
+	test_poll(test);
+	ib_slot_put(slot);
 	return base;
 }
 
@@ -2284,16 +2302,11 @@ static u32 post_read_sink(struct kunit *test, struct ib_slot *slot,
 static void ib_slot_iwarp_read_inv(struct kunit *test)
 {
 	struct test_env *env = test->priv;
-	struct ib_rdma_wr read;
-	struct scatterlist sg;
 	struct ib_slot_qp *sqp;
-	struct ib_slot *slot;
 	struct fake_qp *fqp;
-	struct ib_sge sge;
-	u32 base, inv;
+	u32 base, inv, lkey;
 	int round;
 
-	sg_init_one(&sg, env, 64);
 	env->fdev->ibdev.node_type = RDMA_NODE_RNIC;
 	test_pool(test, &read_sink, 1, IB_SLOT_NO_EXHAUST, 0);
 	env->fdev->ibdev.node_type = RDMA_NODE_IB_CA;
@@ -2301,64 +2314,37 @@ static void ib_slot_iwarp_read_inv(struct kunit *test)
 	fqp = to_fqp(env->qp[0]);
 
 	for (round = 0; round < 2; round++) {
-		slot = ib_slot_get(sqp);
-		KUNIT_ASSERT_NOT_NULL(test, slot);
 		inv = env->fdev->posted_inv;
-		base = post_read_sink(test, slot, &read, &sge, &sg);
+		base = read_sink_life(test, sqp, false, &lkey);
 		KUNIT_EXPECT_EQ(test, fqp->tail - base, 2);
 		KUNIT_EXPECT_EQ(test, fqp->ring[(base + 1) % fqp->cap].opcode,
 				IB_WR_RDMA_READ_WITH_INV);
 		KUNIT_EXPECT_EQ(test, fqp->ring[(base + 1) % fqp->cap].inv_rkey,
-				slot->mrs[0].mr->lkey);
+				lkey);
 		KUNIT_EXPECT_EQ(test, env->fdev->posted_inv, inv);
-		fake_complete_all(fqp);
-		test_poll(test);
-		ib_slot_put(slot);
 	}
 
-	slot = ib_slot_get(sqp);
-	KUNIT_ASSERT_NOT_NULL(test, slot);
-	post_read_sink(test, slot, &read, &sge, &sg);
-	fake_fail(fqp, IB_WC_WR_FLUSH_ERR);
-	test_poll(test);
-	ib_slot_put(slot);
+	read_sink_life(test, sqp, true, &lkey);
 	fqp->error = false;
-	slot = ib_slot_get(sqp);
-	KUNIT_ASSERT_NOT_NULL(test, slot);
-	base = post_read_sink(test, slot, &read, &sge, &sg);
+	base = read_sink_life(test, sqp, false, &lkey);
 	KUNIT_EXPECT_EQ(test, fqp->tail - base, 3);
 	KUNIT_EXPECT_EQ(test, fqp->ring[base % fqp->cap].opcode,
 			IB_WR_LOCAL_INV);
-	fake_complete_all(fqp);
-	test_poll(test);
-	ib_slot_put(slot);
 }
 
 /* The same profile on RoCE: a plain READ, and a LOCAL_INV at reuse. */
 static void ib_slot_roce_read_keeps_mr(struct kunit *test)
 {
 	struct test_env *env = test->priv;
-	struct ib_rdma_wr read;
-	struct scatterlist sg;
 	struct ib_slot_qp *sqp;
-	struct ib_slot *slot;
 	struct fake_qp *fqp;
-	struct ib_sge sge;
-	u32 base = 0;
-	int round;
+	u32 base, lkey;
 
-	sg_init_one(&sg, env, 64);
 	test_pool(test, &read_sink, 1, IB_SLOT_NO_EXHAUST, 0);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
-	for (round = 0; round < 2; round++) {
-		slot = ib_slot_get(sqp);
-		KUNIT_ASSERT_NOT_NULL(test, slot);
-		base = post_read_sink(test, slot, &read, &sge, &sg);
-		fake_complete_all(fqp);
-		test_poll(test);
-		ib_slot_put(slot);
-	}
+	read_sink_life(test, sqp, false, &lkey);
+	base = read_sink_life(test, sqp, false, &lkey);
 	KUNIT_EXPECT_EQ(test, fqp->tail - base, 3);
 	KUNIT_EXPECT_EQ(test, fqp->ring[base % fqp->cap].opcode,
 			IB_WR_LOCAL_INV);
