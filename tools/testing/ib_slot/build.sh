@@ -9,6 +9,7 @@ set -e
 
 frags=("$TOOLS/configs/ib-slot.config")
 [ "$FLAVOUR" = debug ] && frags+=("$TOOLS/configs/debug.config")
+case $FLAVOUR in bench|kcsan) frags+=("$TOOLS/configs/core-only.config") ;; esac
 [ "$FLAVOUR" = bench ] && frags+=("$TOOLS/bench/bench.config")
 [ "$FLAVOUR" = kcsan ] && frags+=("$TOOLS/configs/kcsan.config")
 
