@@ -64,6 +64,12 @@ enum ib_slot_fence {
  * @nr_recvs: Receive WRs the slot consumes (0 for SRQ users)
  * @integrity: the rkey MRs are integrity (T10-PI) MRs
  * @fence: see &enum ib_slot_fence
+ * @fence_retires_post: with %IB_SLOT_FENCE_SYNC, a post that registers an
+ *	rkey MR leaves its last WR unsignaled: the signaled LOCAL_INV of the
+ *	fence that must follow completes after it and retires it, so that a
+ *	request costs one completion, not two.  The slot takes no other post
+ *	until then.  Once the peer invalidates an rkey itself, the pool's
+ *	posts are signaled again.  For ULPs that post once per request (SRP)
  */
 struct ib_slot_profile {
 	u8			nr_rkey_mrs;
@@ -77,6 +83,7 @@ struct ib_slot_profile {
 	u8			nr_recvs;
 	bool			integrity;
 	enum ib_slot_fence	fence;
+	bool			fence_retires_post;
 };
 
 /**
@@ -143,6 +150,8 @@ struct ib_slot_mr {
  * @aux_cqe: carried by the unsignaled WRs of a post or a fence, so that
  *	their flush or error completions are attributed and never dropped
  * @inv_cqe: carried by the last, signaled, LOCAL_INV of ib_slot_fence()
+ * @tail_cqe: carried by the unsignaled last WR of a post that the fence
+ *	retires (&ib_slot_profile.fence_retires_post), for its error
  * @pool: owning pool
  * @sqp: the QP the slot is bound to between get and put
  * @mrs: @nr_mrs MRs, rkey-side first
@@ -166,6 +175,7 @@ struct ib_slot {
 	struct ib_cqe		cqe;
 	struct ib_cqe		aux_cqe;
 	struct ib_cqe		inv_cqe;
+	struct ib_cqe		tail_cqe;
 	struct ib_slot_pool	*pool;
 	struct ib_slot_qp	*sqp;
 	struct ib_slot_mr	*mrs;

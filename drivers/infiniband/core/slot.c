@@ -229,6 +229,9 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 		why = "only no-exhaust pools are indexed";
 	else if (attr->policy > IB_SLOT_BACKPRESSURE)
 		why = "unknown policy";
+	else if (attr->profile.fence_retires_post &&
+		 attr->profile.fence != IB_SLOT_FENCE_SYNC)
+		why = "only a synchronous fence retires a post";
 	if (why) {
 		dev_warn(&dev->dev, "ib_slot: invalid pool: %s\n", why);
 		return ERR_PTR(-EINVAL);
@@ -296,6 +299,7 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 		slot->cqe.done = ib_slot_wc_done;
 		slot->aux_cqe.done = ib_slot_wc_aux;
 		slot->inv_cqe.done = ib_slot_wc_inv;
+		slot->tail_cqe.done = ib_slot_wc_tail;
 	}
 	ret = ib_slot_alloc_mrs(pool);
 	if (ret)

@@ -163,6 +163,7 @@ static void ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
 	slot->sq_used -= n;
 	if (inv)
 		atomic64_add(inv, &pool->local_inv);
+	__clear_bit(IB_SLOT_F_DEFERRED, &slot->flags);
 	atomic_sub(IB_SLOT_POSTED + 1, &slot->busy);
 	if (bad != first)
 		dev_warn_ratelimited(&pool->dev->dev,
@@ -242,6 +243,7 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	DECLARE_BITMAP(read_inv, IB_SLOT_MAX_MRS);
 	const struct ib_send_wr *bad;
 	u32 i, n = 0, inv = 0;
+	bool defer = false;
 	int ret, mr;
 
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
@@ -262,7 +264,10 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 			inv++;
 		}
 		ib_slot_chain(pool, &tail, &smr->reg_wr.wr, &n);
+		defer |= i < pool->profile.nr_rkey_mrs;
 	}
+	defer &= pool->profile.fence_retires_post &&
+		 !READ_ONCE(pool->peer_inv);
 	/* ib_slot_map_mr() stamped the MR WRs already. */
 	for (*tail = wr; wr; wr = wr->next) {
 		u32 units;
@@ -294,8 +299,18 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	if (ib_slot_misuse(pool, last->opcode < IB_SLOT_NR_OPCODES &&
 			   test_bit(last->opcode, &pool->multi_cqe)))
 		return -EINVAL;
-	last->wr_cqe = &slot->cqe;
-	last->send_flags |= IB_SEND_SIGNALED;
+	/*
+	 * An rkey registered here is invalidated by the fence with a
+	 * signaled LOCAL_INV, which completes after this tail: it retires
+	 * the post, and the tail's own completion comes only on error.
+	 */
+	if (defer) {
+		last->wr_cqe = &slot->tail_cqe;
+		__set_bit(IB_SLOT_F_DEFERRED, &slot->flags);
+	} else {
+		last->wr_cqe = &slot->cqe;
+		last->send_flags |= IB_SEND_SIGNALED;
+	}
 
 	/*
 	 * Everything of the post is written before the doorbell: its
@@ -415,9 +430,9 @@ static void ib_slot_lkeys_valid(struct ib_slot *slot)
 		slot->mrs[i].mr->need_inval = true;
 }
 
-void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
+/* The post of @slot is over: @wc completed its tail, or retired it. */
+static void ib_slot_retire(struct ib_slot *slot, const struct ib_wc *wc)
 {
-	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot, cqe);
 	/*
 	 * Written before use, and only on the error path: no auto-init, or
 	 * every successful completion would clear it.
@@ -451,6 +466,41 @@ void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
 	rcu_read_unlock();
 }
 
+void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	ib_slot_retire(container_of(wc->wr_cqe, struct ib_slot, cqe), wc);
+}
+
+/*
+ * The unsignaled tail of a post failed or was flushed, before the fence
+ * that would retire it completed (a QP completes its WRs in order): so
+ * the flag is still set, and done() learns of the error now.
+ */
+void ib_slot_wc_tail(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot,
+					    tail_cqe);
+
+	if (test_and_clear_bit(IB_SLOT_F_DEFERRED, &slot->flags))
+		ib_slot_retire(slot, wc);
+}
+
+/*
+ * A post whose tail went unsignaled is retired by the fence's LOCAL_INV
+ * completion, or by its refusal, with the post's own status: had the tail
+ * failed, its completion would have come first.
+ */
+static void ib_slot_retire_deferred(struct ib_slot *slot, const struct ib_wc *wc)
+{
+	struct ib_wc tail = *wc;
+
+	if (!test_and_clear_bit(IB_SLOT_F_DEFERRED, &slot->flags))
+		return;
+	tail.wr_cqe = &slot->cqe;
+	tail.status = IB_WC_SUCCESS;
+	ib_slot_retire(slot, &tail);
+}
+
 /*
  * The signaled tail of a fence.  The LOCAL_INVs before it are unsignaled
  * and carry aux_cqe: a QP flushes everything after an error in order, so
@@ -461,6 +511,8 @@ void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc)
 	struct ib_slot *slot = container_of(wc->wr_cqe, struct ib_slot,
 					    inv_cqe);
 
+	/* done() runs before fenced(): the post's count goes first. */
+	ib_slot_retire_deferred(slot, wc);
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		unsigned int i;
 
@@ -485,6 +537,7 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 {
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL, *wr;
+	struct ib_slot_mr *peer_inv = NULL;
 	u32 i, n = 0, nr_inv = 0;
 	const struct ib_send_wr *bad;
 
@@ -502,6 +555,10 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 		if (remote && inv_rkey == smr->mr->rkey) {
 			smr->mr->need_inval = false;
 			atomic64_inc(&pool->remote_inv);
+			/* The fence need not follow this pool's posts. */
+			if (!READ_ONCE(pool->peer_inv))
+				WRITE_ONCE(pool->peer_inv, true);
+			peer_inv = smr;
 			continue;
 		}
 		smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;
@@ -509,6 +566,17 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 		smr->inv_wr.send_flags = 0;
 		ib_slot_chain(pool, &tail, &smr->inv_wr, &n);
 		last = &smr->inv_wr;
+		nr_inv++;
+	}
+	/*
+	 * An unsignaled post needs a signaled WR after it.  The peer
+	 * invalidated its only rkey: invalidate that rkey again, which
+	 * changes nothing, from the LOCAL_INV its MR has in the budget.
+	 */
+	if (!nr_inv && peer_inv && test_bit(IB_SLOT_F_DEFERRED, &slot->flags)) {
+		peer_inv->inv_wr.ex.invalidate_rkey = peer_inv->mr->rkey;
+		ib_slot_chain(pool, &tail, &peer_inv->inv_wr, &n);
+		last = &peer_inv->inv_wr;
 		nr_inv++;
 	}
 	*tail = NULL;
@@ -543,11 +611,15 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 			 * rkeys stay as they were, so replace the MRs as for
 			 * a flush.  Our hold keeps the slot ours meanwhile.
 			 */
+			struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR };
+
 			for (wr = first; wr; wr = wr->next)
 				ib_slot_inv_mr(slot, wr)->need_inval = true;
 			slot->fence_status = IB_WC_WR_FLUSH_ERR;
 			set_bit(IB_SLOT_F_RECYCLE, &slot->flags);
 			atomic_dec(&slot->busy);
+			/* Nothing comes that would retire the post. */
+			ib_slot_retire_deferred(slot, &wc);
 		}
 	}
 	ib_slot_unbusy(slot);

@@ -40,6 +40,8 @@ enum {
 	IB_SLOT_F_IN_USE,
 	/* A LOCAL_INV of the armed fence failed: its rkeys may be live. */
 	IB_SLOT_F_RECYCLE,
+	/* The post's tail is unsignaled: its fence or its error retires it. */
+	IB_SLOT_F_DEFERRED,
 };
 
 struct ib_slot_pool {
@@ -52,6 +54,8 @@ struct ib_slot_pool {
 	bool			resume_in_work;
 	/* iWARP: a READ into an lkey MR invalidates it (READ_WITH_INV). */
 	bool			read_inv;
+	/* The peer invalidated an rkey: posts stop leaving it to the fence. */
+	bool			peer_inv;
 	bool			dying;
 	/* Gets have no allocator to draw from: the pool is indexed or dying. */
 	bool			refuse_get;
@@ -225,6 +229,7 @@ static inline void ib_slot_resume_all(struct list_head *ready)
 void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc);
 void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc);
 void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc);
+void ib_slot_wc_tail(struct ib_cq *cq, struct ib_wc *wc);
 void ib_slot_recycle_work(struct work_struct *work);
 
 #endif /* _IB_SLOT_PRIV_H */

@@ -358,6 +358,7 @@ static void fake_complete_all(struct fake_qp *fqp)
 struct test_req {
 	unsigned int		done;
 	unsigned int		fenced;
+	unsigned int		done_at_fenced;
 	enum ib_wc_status	fence_status;
 	enum ib_wc_status	status;
 	int			seq;
@@ -467,6 +468,7 @@ static void test_fenced(struct ib_slot *slot, enum ib_wc_status status)
 
 	req->fenced++;
 	req->fence_status = status;
+	req->done_at_fenced = req->done;
 }
 
 static int ib_slot_test_init(struct kunit *test)
@@ -1565,6 +1567,165 @@ static void ib_slot_fence_waits_for_send(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
 	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
 	ib_slot_put(slot);
+}
+
+static u64 misuse_count(struct kunit *test);
+
+static const struct ib_slot_profile retiring = {
+	.nr_rkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
+	.fence = IB_SLOT_FENCE_SYNC, .fence_retires_post = true,
+};
+
+/* A slot of a one-slot pool with the profile above, on its own QP. */
+static struct ib_slot *retiring_slot(struct kunit *test,
+				     struct ib_slot_qp **sqp,
+				     struct fake_qp **fqp)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot *slot;
+
+	test_pool(test, &retiring, 1, IB_SLOT_NO_EXHAUST, 0);
+	*sqp = test_qp(test, 0, 1);
+	*fqp = to_fqp(env->qp[0]);
+	slot = ib_slot_get(*sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	return slot;
+}
+
+/*
+ * fence_retires_post: a post that registers an rkey has an unsignaled
+ * tail; the fence's LOCAL_INV completion runs done() and then fenced(),
+ * one completion for the request.  A post without an rkey is signaled.
+ */
+static void ib_slot_fence_retires_post(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr send;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+	u32 wcs;
+
+	slot = retiring_slot(test, &sqp, &fqp);
+	wcs = env->fdev->wc_tail;
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail, 2);
+	KUNIT_EXPECT_FALSE(test, fqp->ring[1].signaled);
+	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[1].cqe, &slot->tail_cqe);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 0);
+	KUNIT_EXPECT_NE(test, atomic_read(&slot->busy), 0);
+
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, NULL, test_fenced), 0);
+	KUNIT_EXPECT_TRUE(test, fqp->ring[2].signaled);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->status, IB_WC_SUCCESS);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done_at_fenced, 1);
+	KUNIT_EXPECT_EQ(test, env->fdev->wc_tail - wcs, 1);
+	ib_slot_put(slot);
+
+	/* Nothing to fence after this post: its tail is signaled. */
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	memset(&send, 0, sizeof(send));
+	send.opcode = IB_WR_SEND;
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
+	KUNIT_EXPECT_TRUE(test, last_wqe(fqp, 1)->signaled);
+	KUNIT_EXPECT_PTR_EQ(test, last_wqe(fqp, 1)->cqe, &slot->cqe);
+	fake_complete_all(fqp);
+	test_poll(test);
+	/* The private area counts both lifetimes of the one slot. */
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 2);
+	ib_slot_put(slot);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 0);
+}
+
+/*
+ * The unsignaled tail fails: its own completion runs done() with the
+ * error, once; the fence that follows is flushed, replaces the MR and
+ * runs fenced() without a second done().
+ */
+static void ib_slot_retired_post_fails(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr send;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+
+	slot = retiring_slot(test, &sqp, &fqp);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	fake_complete(fqp, 1, IB_WC_SUCCESS);
+	fake_fail(fqp, IB_WC_RETRY_EXC_ERR);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->status, IB_WC_RETRY_EXC_ERR);
+
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, NULL, test_fenced), 0);
+	test_poll(test);
+	KUNIT_EXPECT_TRUE(test, test_wait_set(&req_of(slot)->fenced));
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fence_status, IB_WC_WR_FLUSH_ERR);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
+	ib_slot_put(slot);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 0);
+}
+
+/*
+ * The peer invalidated the only rkey of a post whose tail is unsignaled:
+ * the fence still posts a signaled LOCAL_INV (of that, dead, rkey), or
+ * nothing would ever retire the post.  The pool's next posts are signaled:
+ * its peer invalidates, so their fences may post nothing.
+ */
+static void ib_slot_retired_post_peer_inv(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr send;
+	struct ib_wc recv = { };
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+
+	slot = retiring_slot(test, &sqp, &fqp);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	recv.wc_flags = IB_WC_WITH_INVALIDATE;
+	recv.ex.invalidate_rkey = ib_slot_rkey(slot, 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, &recv, test_fenced), 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail, 3);
+	KUNIT_EXPECT_EQ(test, fqp->ring[2].opcode, IB_WR_LOCAL_INV);
+	KUNIT_EXPECT_EQ(test, fqp->ring[2].inv_rkey, ib_slot_rkey(slot, 0));
+	KUNIT_EXPECT_TRUE(test, fqp->ring[2].signaled);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done_at_fenced, 1);
+	ib_slot_put(slot);
+
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail, 5);
+	KUNIT_EXPECT_TRUE(test, last_wqe(fqp, 1)->signaled);
+	KUNIT_EXPECT_PTR_EQ(test, last_wqe(fqp, 1)->cqe, &slot->cqe);
+	recv.ex.invalidate_rkey = ib_slot_rkey(slot, 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, &recv, test_fenced), 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail, 5);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 2);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 2);
+	ib_slot_put(slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.remote_inv, 2);
+	KUNIT_EXPECT_EQ(test, st.local_inv, 1);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
 }
 
 /*
@@ -3418,6 +3579,9 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_fence_remote),
 	KUNIT_CASE(ib_slot_fence_local),
 	KUNIT_CASE(ib_slot_fence_waits_for_send),
+	KUNIT_CASE(ib_slot_fence_retires_post),
+	KUNIT_CASE(ib_slot_retired_post_fails),
+	KUNIT_CASE(ib_slot_retired_post_peer_inv),
 	KUNIT_CASE(ib_slot_reuse_after_flush),
 	KUNIT_CASE(ib_slot_provider_units),
 	KUNIT_CASE(ib_slot_rdma_mr_decision),
