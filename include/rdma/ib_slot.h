@@ -16,9 +16,10 @@ struct ib_slot_qp;
 
 /*
  * The most MRs one slot may bundle: an SRP command of max_sect=131072 on a
- * device without SG_GAPS needs 34.
+ * device without SG_GAPS needs 34 with 512-page MRs (rxe), 66 with
+ * 256-page ones (siw).
  */
-#define IB_SLOT_MAX_MRS		64
+#define IB_SLOT_MAX_MRS		128
 
 /**
  * enum ib_slot_policy - what a pool does when it runs out of slots

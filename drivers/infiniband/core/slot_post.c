@@ -33,9 +33,10 @@
  * cannot reach the new buffer.
  *
  * Context: Any context.
- * Return: the number of @sg entries mapped, -EINVAL for a bad @idx or a
- * slot not in use, -EBUSY while a post or fence of the slot is
- * outstanding, or the error of ib_map_mr_sg().
+ * Return: the number of @sg entries mapped whole (0 if the MR took only
+ * the head of the first, see ib_map_mr_sg()), -EINVAL for a bad @idx, a
+ * slot not in use or nothing mapped, -EBUSY while a post or fence of the
+ * slot is outstanding, or the error of ib_map_mr_sg().
  */
 int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 		   struct scatterlist *sg, int sg_nents,
@@ -53,8 +54,14 @@ int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 	smr = &slot->mrs[idx];
 	n = ib_map_mr_sg(smr->mr, sg, sg_nents, sg_offset,
 			 1U << (slot->pool->profile.page_shift ?: PAGE_SHIFT));
-	if (n <= 0)
-		return n < 0 ? n : -EINVAL;
+	if (n < 0)
+		return n;
+	/*
+	 * 0 with a length: the first entry is larger than the MR, which
+	 * maps its head; *@sg_offset says where the next MR goes on.
+	 */
+	if (!n && !smr->mr->length)
+		return -EINVAL;
 	/* Mapped again before the post: the registered key is unchanged. */
 	if (!test_bit(idx, slot->mapped)) {
 		smr->inv_wr.ex.invalidate_rkey = smr->mr->rkey;

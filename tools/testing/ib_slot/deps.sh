@@ -6,7 +6,8 @@ PKGS=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
       dwarves cpio kmod ccache quilt git python3 qemu-system-x86 qemu-utils
       rdma-core ibverbs-utils rdmacm-utils perftest fio iproute2
       nfs-kernel-server nfs-common rpcbind targetcli-fb sg3-utils
-      gnuplot-nox xz-utils lz4 python3-ply python3-git bash-builtins)
+      gnuplot-nox xz-utils lz4 python3-ply python3-git bash-builtins
+      dmsetup e2fsprogs)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

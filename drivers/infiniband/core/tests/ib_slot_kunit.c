@@ -55,6 +55,7 @@ struct fake_ibdev {
 	u32			wr_limit;	/* largest max_send_wr, 0: any */
 	u32			reject_wr;	/* refuse the nth WR of a post */
 	u32			complete_in_post; /* posts done inside post_send */
+	bool			map_head;	/* map only a page of the first entry */
 	enum ib_mr_type		mr_type;	/* of the last MR allocated */
 	bool			xrc_costs_more;	/* XRC_INI REG_MR: one unit more */
 	bool			pi_two_cqes;	/* REG_MR_INTEGRITY completes twice */
@@ -174,6 +175,12 @@ static int fake_dereg_mr(struct ib_mr *mr, struct ib_udata *udata)
 static int fake_map_mr_sg(struct ib_mr *mr, struct scatterlist *sg,
 			  int sg_nents, unsigned int *sg_offset)
 {
+	if (to_fdev(mr->device)->map_head) {
+		mr->iova = 0x10000;
+		mr->length = PAGE_SIZE;
+		*sg_offset += PAGE_SIZE;
+		return 0;
+	}
 	mr->iova = 0x10000;
 	mr->length = sg_nents * PAGE_SIZE;
 	return sg_nents;
@@ -921,6 +928,43 @@ static struct ib_slot *next_life(struct kunit *test, struct ib_slot_qp *sqp,
  * REG_MR, and invalidates the key the device registered last, also when an
  * MR was mapped twice before its post.
  */
+/*
+ * An entry larger than an MR: the MR maps its head, ib_map_mr_sg()
+ * returns 0 and moves the offset on, and the next MR maps the rest (SRP
+ * registers a large contiguous segment so).  Both REG_MRs are posted.
+ */
+static void ib_slot_map_head_of_entry(struct kunit *test)
+{
+	static const struct ib_slot_profile p = {
+		.nr_rkey_mrs = 2, .max_pages_per_mr = 1, .nr_sends = 1,
+	};
+	struct test_env *env = test->priv;
+	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	unsigned int off = 0;
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+
+	sg_init_one(&sg, env, 64);
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	env->fdev->map_head = true;
+	KUNIT_EXPECT_EQ(test, ib_slot_map_mr(slot, 0, &sg, 1, &off,
+					     IB_ACCESS_REMOTE_WRITE), 0);
+	KUNIT_EXPECT_EQ(test, off, PAGE_SIZE);
+	env->fdev->map_head = false;
+	KUNIT_EXPECT_EQ(test, ib_slot_map_mr(slot, 1, &sg, 1, &off,
+					     IB_ACCESS_REMOTE_WRITE), 1);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->reg_wrs, 2);
+	fake_complete_all(to_fqp(env->qp[0]));
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	ib_slot_put(slot);
+}
+
 static void ib_slot_map_without_post(struct kunit *test)
 {
 	static const struct ib_slot_profile p = {
@@ -3565,6 +3609,7 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_indexed_tags),
 	KUNIT_CASE(ib_slot_qp_caps_granted),
 	KUNIT_CASE(ib_slot_map_without_post),
+	KUNIT_CASE(ib_slot_map_head_of_entry),
 	KUNIT_CASE(ib_slot_unsignaled_credit),
 	KUNIT_CASE(ib_slot_flush_balances),
 	KUNIT_CASE(ib_slot_first_error),

@@ -167,16 +167,16 @@ srp_target_up() {
 		echo 1 > $SRP_BS/enable; } || fail "iblock backstore"
 	{ mkdir -p $CFS/srpt && echo $SRP_PORT > $CFS/srpt/discovery_auth/rdma_cm_port; } ||
 		fail "ib_srpt RDMA/CM port"
-	# Target port in ib_srpt's "guid_name" form: the low 64 bits of GID 0.
-	# With this form RDMA/CM logins are matched against ACLs named by
-	# initiator IP.
+	# Target port in ib_srpt's "guid_name" form: the low 64 bits of GID 0
+	# (on siw the MAC sits in the high bits: zeros).  With this form
+	# RDMA/CM logins are matched against ACLs named by an address (see
+	# srp_acl_of).
 	gid0=$(cat "/sys/class/infiniband/$IBDEV/ports/1/gids/0")
-	wwn=${gid0#fe80:0000:0000:0000:}
+	wwn=${gid0#*:*:*:*:}
 	SRP_TPG=$CFS/srpt/$wwn/$wwn
 	mkdir -p "$SRP_TPG" || fail "srpt port $wwn"
 	{ mkdir "$SRP_TPG/lun/lun_0" && ln -s $SRP_BS "$SRP_TPG/lun/lun_0/"; } || fail "LUN 0"
-	{ mkdir -p "$SRP_TPG/acls/$IP/lun_0" &&
-		ln -s "$SRP_TPG/lun/lun_0" "$SRP_TPG/acls/$IP/lun_0/"; } || fail "ACL for $IP"
+	srp_acl_add "$SRP_ADDR" || fail "ACL for logins to $SRP_ADDR"
 	for a in "$@"; do
 		echo "${a#*=}" > "$SRP_TPG/attrib/${a%%=*}" || fail "target port attribute $a"
 	done
@@ -188,17 +188,97 @@ srp_target_up() {
 # srp_target_up (more add_target options, e.g. queue_size=4, may follow);
 # sets DISK to the SCSI disk of its LUN.  Fails the test on error.
 srp_login() {
-	local t g login
+	local t
 	t=$(now)
 	modprobe ib_srp || fail "modprobe ib_srp"
-	g=$(cat /sys/module/ib_srpt/parameters/srpt_service_guid)
-	g=${g#0x}
-	login="id_ext=$g,ioc_guid=$g,dest=$IP:$SRP_PORT${1:+,$1}"
-	echo "$login" > "/sys/class/infiniband_srp/srp-$IBDEV-1/add_target" ||
-		fail "login $login"
-	wait_for 20 srp_lio_disk || fail "no SCSI disk after the SRP login"
+	srp_add_target "$SRP_ADDR" "$1" || fail "SRP login to $SRP_ADDR"
 	log "login and SCSI scan: $(since "$t") s, disk $DISK ($(( $(cat "/sys/block/${DISK#/dev/}/size") / 2048 )) MiB)"
 }
+
+# srp_add_target <address> [option,...]: one more login (ib_srp loaded) to
+# the target, at that address of it; sets SRP_HOST to the new SCSI host
+# (hostN) and DISK to the disk of its LUN 0.  Returns 1 on error.
+SRP_HOST=
+srp_add_target() {
+	local g h n login
+	local -A old=()
+	g=$(cat /sys/module/ib_srpt/parameters/srpt_service_guid)
+	g=${g#0x}
+	login="id_ext=$g,ioc_guid=$g,dest=$(srp_dest "$1"):$SRP_PORT${2:+,$2}"
+	for h in $(srp_hosts); do old[$h]=1; done
+	n=$(dmesg | wc -l)
+	echo "$login" > "/sys/class/infiniband_srp/srp-$IBDEV-1/add_target" ||
+		{ echo "login $login failed"; return 1; }
+	SRP_HOST=
+	for h in $(srp_hosts); do [ -n "${old[$h]}" ] || SRP_HOST=$h; done
+	[ -n "$SRP_HOST" ] || { echo "no new SRP remote port after login $login"; return 1; }
+	wait_for 20 _srp_host_disk_up "$SRP_HOST" ||
+		{ echo "no SCSI disk on $SRP_HOST after login $login"; return 1; }
+	wait_for 20 scsi_disk_attached "$DISK" "$n" ||
+		{ echo "the probe of $DISK does not end"; return 1; }
+	srp_scsi_errs_mark "$DISK"
+}
+
+# shellcheck disable=SC2317 # called through wait_for
+_srp_host_disk_up() { DISK=$(srp_host_disk "$1"); }
+
+# scsi_disk_attached <disk> <n>: the kernel log has "[sdX] Attached SCSI
+# disk" after its first <n> lines: the disk's probe is over.  (The probe
+# reads the disk's parameters a second time for the partition scan, after
+# the disk shows in sysfs.)
+# shellcheck disable=SC2317 # called through wait_for
+scsi_disk_attached() {
+	dmesg | tail -n +$(($2 + 1)) | grep -q -F "[${1#/dev/}] Attached SCSI disk"
+}
+
+# srp_hosts: the SCSI hosts (hostN) of the SRP logins, one a line.
+srp_hosts() {
+	local p n
+	for p in /sys/class/srp_remote_ports/port-*; do
+		[ -e "$p" ] || continue
+		n=${p##*/port-}
+		echo "host${n%%:*}"
+	done
+}
+
+# srp_host_disk <hostN> [lun]: the SCSI disk (/dev/sdX) of LUN <lun>
+# (default 0) of that SRP login, once it has a size.
+srp_host_disk() {
+	local b s
+	for b in /sys/class/scsi_host/"$1"/device/target*/*:"${2:-0}"/block/*; do
+		[ -e "$b/size" ] && read -r s < "$b/size" && [ "$s" -gt 0 ] &&
+			{ echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+
+# srp_host_rport <hostN>: the /sys/class/srp_remote_ports entry of that login.
+srp_host_rport() {
+	local p
+	for p in /sys/class/srp_remote_ports/port-"${1#host}":*; do
+		[ -e "$p" ] && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# srp_rport_running <remote port>: its state (srp_host_rport) is "running".
+# shellcheck disable=SC2317 # called through wait_for
+srp_rport_running() {
+	local s
+	read -r s < "$1/state" && [ "$s" = running ]
+}
+
+# srp_logout <hostN>: delete that login's remote port and wait until its
+# SCSI host is gone.  Returns 1 if it stays.
+srp_logout() {
+	local p
+	p=$(srp_host_rport "$1") || return 1
+	echo 1 > "$p/delete" || return 1
+	wait_for 20 _srp_host_gone "$1"
+}
+
+# shellcheck disable=SC2317 # called through wait_for
+_srp_host_gone() { [ ! -e "/sys/class/scsi_host/$1" ]; }
 
 # srp_lio_disk: a SCSI disk of the LIO target is up; sets DISK.
 srp_lio_disk() {
@@ -214,9 +294,10 @@ srp_lio_disk() {
 srp_no_lio_disk() { ! srp_lio_disk; }
 
 # srp_down: log out, remove the target and unload SRP and LIO; each step
-# that fails adds a word to $bad.
+# that fails adds a word to $bad.  LUNs and ACLs that a test added (see
+# srp_lun_add, srp_acl_add) go too.
 srp_down() {
-	local t p
+	local t p d
 	t=$(now)
 	for p in /sys/class/srp_remote_ports/*; do
 		[ -e "$p/delete" ] && echo 1 > "$p/delete"
@@ -224,15 +305,444 @@ srp_down() {
 	wait_for 20 srp_no_lio_disk || bad+=" logout"
 	unload ib_srp scsi_transport_srp || bad+=" ib_srp-unload"
 	echo 0 > "$SRP_TPG/enable"
-	rm -f "$SRP_TPG/acls/$IP/lun_0/lun_0"
-	rmdir "$SRP_TPG/acls/$IP/lun_0" "$SRP_TPG/acls/$IP"
-	rm -f "$SRP_TPG/lun/lun_0/nullb0"
-	rmdir "$SRP_TPG/lun/lun_0" "$SRP_TPG" "${SRP_TPG%/*}" $CFS/srpt $SRP_BS \
-		$CFS/core/iblock_0 || bad+=" configfs-teardown"
+	for d in "$SRP_TPG"/acls/*/lun_* "$SRP_TPG"/lun/lun_*; do
+		[ -d "$d" ] && _srp_unlink "$d" && rmdir "$d"
+	done
+	for d in "$SRP_TPG"/acls/* "$SRP_TPG" "${SRP_TPG%/*}" "$CFS/srpt" "$CFS"/core/iblock_0/*/ \
+		$CFS/core/iblock_0; do
+		[ -d "$d" ] && { rmdir "$d" || bad+=" configfs-teardown"; }
+	done
+	for d in /sys/kernel/config/nullb/nullb*; do
+		[ -d "$d" ] && { echo 0 > "$d/power"; rmdir "$d"; }
+	done
 	unload ib_srpt target_core_iblock target_core_file target_core_mod null_blk ||
 		bad+=" target-unload"
 	log "logout and target teardown: $(since "$t") s"
 }
+
+# _srp_unlink <configfs dir>: remove the symbolic links in it.
+_srp_unlink() {
+	local f
+	for f in "$1"/*; do
+		[ -L "$f" ] && { rm "$f" || return 1; }
+	done
+	return 0
+}
+
+# srp_acl_add <address>: the ACL of the logins to that address of the
+# target, with every LUN of the target port mapped.
+srp_acl_add() {
+	local l a
+	a=$SRP_TPG/acls/$(srp_acl_of "$1")
+	mkdir -p "$a" || return 1
+	for l in "$SRP_TPG"/lun/lun_*; do
+		[ -d "$l" ] || continue
+		{ mkdir -p "$a/${l##*/}" && ln -s "$l" "$a/${l##*/}/"; } || return 1
+	done
+}
+
+# srp_acl_of <address>: the name of the ACL of the logins to that address
+# of the target.  ib_srpt names a login over RDMA/CM after the source
+# address of its own end of the connection (it calls it the initiator's):
+# the target's address the initiator logged in to, as %pIS prints it
+# (IPv6 with all eight groups of four digits).
+srp_acl_of() {
+	local h t g n i out=()
+	case $1 in
+	*:*) ;;
+	*) echo "$1"; return ;;
+	esac
+	IFS=: read -r -a h <<< "${1%%::*}"
+	t=()
+	[[ $1 == *::* ]] && IFS=: read -r -a t <<< "${1#*::}"
+	n=$((8 - ${#h[@]} - ${#t[@]}))
+	for g in "${h[@]}"; do out+=("$(printf %04x $((16#$g)))"); done
+	for ((i = 0; i < n; i++)); do out+=(0000); done
+	for g in "${t[@]}"; do out+=("$(printf %04x $((16#$g)))"); done
+	(IFS=:; echo "${out[*]}")
+}
+
+# srp_dest <address>: the address as add_target's dest= takes it.
+srp_dest() {
+	case $1 in
+	*:*) echo "[$1]" ;;
+	*) echo "$1" ;;
+	esac
+}
+
+# srp_lun_add <n> <block device>: LUN <n> of the target port on an iblock
+# backstore of the block device, mapped in every ACL.
+srp_lun_add() {
+	local bs=$CFS/core/iblock_0/${2##*/} a
+	{ mkdir -p "$bs" && echo "udev_path=$2" > "$bs/control" && echo 1 > "$bs/enable"; } ||
+		return 1
+	{ mkdir "$SRP_TPG/lun/lun_$1" && ln -s "$bs" "$SRP_TPG/lun/lun_$1/"; } || return 1
+	for a in "$SRP_TPG"/acls/*; do
+		[ -d "$a" ] || continue
+		{ mkdir "$a/lun_$1" && ln -s "$SRP_TPG/lun/lun_$1" "$a/lun_$1/"; } || return 1
+	done
+}
+
+# srp_lun_del <n>: remove LUN <n> from the ACLs and the target port, and
+# its backstore.
+srp_lun_del() {
+	local a bs
+	for a in "$SRP_TPG"/acls/*/lun_"$1"; do
+		[ -d "$a" ] || continue
+		{ _srp_unlink "$a" && rmdir "$a"; } || return 1
+	done
+	for bs in "$SRP_TPG/lun/lun_$1"/*; do
+		[ -L "$bs" ] && bs=$(readlink -f "$bs") && break
+	done
+	{ _srp_unlink "$SRP_TPG/lun/lun_$1" && rmdir "$SRP_TPG/lun/lun_$1"; } || return 1
+	[ -d "$bs" ] && rmdir "$bs"
+}
+
+# ---- the RDMA devices of the SRP tests: soft-RoCE or soft-iWARP ----
+# SRP_TRANSPORT (rxe, siw) is an environment variable of the guest: a kernel
+# argument, e.g. vmtest.sh with VM_ARGS=SRP_TRANSPORT=siw.  Either way the
+# target and the initiator use one device, $IBDEV on $NETDEV, and the
+# initiator logs in to an address of its own, $SRP_ADDR.
+#   rxe (default): rxe0, IPv4.
+#   siw: siw0, and siwlo on lo: siw binds a listener on the wildcard
+#       address (ib_srpt's RDMA/CM listener) to its netdev, and a TCP
+#       connection to an address of the same host comes in through lo.
+#       siwlo's listener takes it, and RDMA/CM then finds the device of
+#       the connection's local address, siw0.  The addresses are IPv6:
+#       ib_srpt listens on the IPv6 wildcard address, and over iWARP the
+#       IPv4-mapped local address of an IPv4 connection to that matches
+#       no device.  (A network namespace of its own for the initiator
+#       does not do: siw opens the TCP connection of a reconnect in the
+#       namespace of the task that asks for it, a kernel worker's.)
+SRP_TRANSPORT=${SRP_TRANSPORT:-rxe}
+SRP_ADDR=$IP		# the target's address the initiator logs in to
+# shellcheck disable=SC2034 # used by the tests
+SRP_ADDR2=192.168.78.2	# another one, for a second path (not set up)
+SRP_PREFIX=24		# of those addresses
+SIW_LO=siwlo
+
+# rdma_link_setup: as rxe_setup, with the device SRP_TRANSPORT asks for;
+# sets IBDEV, SRP_ADDR, SRP_ADDR2 and SRP_PREFIX.
+rdma_link_setup() {
+	local t
+	t=$(now)
+	case $SRP_TRANSPORT in
+	rxe) rxe_setup; return ;;
+	siw) ;;
+	*) echo "SRP_TRANSPORT=$SRP_TRANSPORT: want rxe or siw"; return 1 ;;
+	esac
+	# shellcheck disable=SC2034 # used by the tests
+	IBDEV=siw0 SRP_ADDR=fd00:78::1 SRP_ADDR2=fd00:78::2 SRP_PREFIX=64
+	modprobe -a siw ib_uverbs rdma_ucm || return 1
+	ip -batch - <<-EOF || return 1
+	link set lo up
+	addr add $SRP_ADDR/$SRP_PREFIX dev $NETDEV nodad
+	link set $NETDEV mtu $MTU up
+	EOF
+	# siw0 first: ib_srpt names its ports after the low half of their GID
+	# 0, all zeros on siw, and configfs takes the first one of that name.
+	rdma link add "$IBDEV" type siw netdev "$NETDEV" || return 1
+	rdma link add $SIW_LO type siw netdev lo || return 1
+	if ! { wait_for 10 dev_active "$IBDEV" && wait_for 10 dev_active $SIW_LO; }; then
+		rdma link show
+		return 1
+	fi
+	log "siw: $IBDEV on $NETDEV ($SRP_ADDR), $SIW_LO on lo, active after $(since "$t") s"
+}
+
+# shellcheck disable=SC2317 # called through wait_for
+dev_active() {
+	local s
+	read -r s < "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null && [ "$s" = "4: ACTIVE" ]
+}
+
+# rdma_link_teardown: remove the devices of rdma_link_setup that are still
+# there and unload the RDMA stack.
+rdma_link_teardown() {
+	local d
+	for d in "$IBDEV" $SIW_LO; do
+		[ -e "/sys/class/infiniband/$d" ] || continue
+		timeout 60 rdma link delete "$d" || { echo "rdma link delete $d failed"; return 1; }
+	done
+	unload rdma_ucm rdma_rxe siw ib_uverbs rdma_cm iw_cm ib_cm ib_core
+}
+
+# ---- checks of the SRP tests ----
+SLOT_DEBUGFS=/sys/kernel/debug/ib_slot
+
+# srp_pools: the debugfs directories of ib_srp's ib_slot pools (srp-<id>,
+# one per RDMA channel; a reconnect makes new ones), one a line.
+srp_pools() {
+	local d
+	for d in "$SLOT_DEBUGFS"/srp-*; do
+		[ -d "$d" ] && echo "$d"
+	done
+}
+
+# stat_field <file> <field>: the value of the "<field>: <value>" line of a
+# debugfs stats file.
+stat_field() {
+	local k v
+	while IFS=: read -r k v; do
+		[ "$k" = "$2" ] && { echo "${v# }"; return 0; }
+	done < "$1"
+	return 1
+}
+
+# slot_stat <pool dir> <field>: that field of the pool's stats.
+slot_stat() { stat_field "$1/stats" "$2"; }
+
+# shellcheck disable=SC2317 # called through wait_for
+srp_pools_idle() {
+	local d
+	for d in $(srp_pools); do
+		[ "$(slot_stat "$d" in_use)" = 0 ] || return 1
+	done
+}
+
+# srp_pools_check: after the I/O stopped, while logged in: ib_srp has at
+# least one ib_slot pool, and within 10 s every one has all its slots back
+# (in_use 0) and saw no misuse.  Shows each pool's stats; what is wrong adds
+# a word to $bad.
+srp_pools_check() {
+	local d u m n=0
+	[ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
+	if [ -z "$(srp_pools)" ]; then
+		log "no ib_slot pool of ib_srp in $SLOT_DEBUGFS"
+		bad+=" no-srp-ib_slot-pool"
+		return 1
+	fi
+	wait_for 10 srp_pools_idle || log "ib_srp's pools not idle after 10 s"
+	for d in $(srp_pools); do
+		echo "--- $d/stats"
+		cat "$d/stats" || { bad+=" pool-${d##*/}-vanished"; continue; }
+		u=$(slot_stat "$d" in_use)
+		m=$(slot_stat "$d" misuse)
+		[ "$u" = 0 ] || bad+=" pool-${d##*/}-in_use=$u"
+		[ "$m" = 0 ] || bad+=" pool-${d##*/}-misuse=$m"
+		n=$((n + 1))
+	done
+	log "ib_slot pools of ib_srp: $n checked (in_use 0, misuse 0 expected)"
+}
+
+# srp_scsi_errs_mark <disk>...: take the SCSI error counters of those
+# disks as they are now as the base of srp_scsi_errs_check (the scan after
+# a login may end commands in CHECK CONDITION: LIO rejects MODE SENSE pages
+# it lacks).  srp_add_target does it for the disk it found.
+declare -A SCSI_ERRS0=()
+srp_scsi_errs_mark() {
+	local d e o s
+	for d in "$@"; do
+		s=/sys/block/${d#/dev/}/device
+		read -r e < "$s/ioerr_cnt" && read -r o < "$s/iotmo_cnt" &&
+			SCSI_ERRS0[${d#/dev/}]="$((e)) $((o))"
+	done
+}
+
+# srp_scsi_errs_check <disk>...: the SCSI error counters of those disks
+# (ioerr_cnt: commands completed with an error, retried ones too; iotmo_cnt:
+# timeouts) did not move since srp_scsi_errs_mark, beyond what
+# srp_scsi_errs_allow allowed; each one that did adds a word to $bad.
+srp_scsi_errs_check() {
+	local d n s e o r c e0 o0
+	for d in "$@"; do
+		n=${d#/dev/}
+		s=/sys/block/$n/device
+		if ! { read -r e < "$s/ioerr_cnt" && read -r o < "$s/iotmo_cnt" &&
+			read -r r < "$s/iorequest_cnt" && read -r c < "$s/iodone_cnt"; }; then
+			bad+=" no-counters-$n"
+			continue
+		fi
+		read -r e0 o0 <<< "${SCSI_ERRS0[$n]:-0 0}"
+		log "$n: iorequest_cnt $((r)) iodone_cnt $((c)) ioerr_cnt $((e)) iotmo_cnt $((o))" \
+			"(expected: ioerr_cnt $e0 iotmo_cnt $o0)"
+		[ $((e)) -le "$e0" ] || bad+=" $n-ioerr_cnt+$((e - e0))"
+		[ $((o)) = "$o0" ] || bad+=" $n-iotmo_cnt+$((o - o0))"
+	done
+}
+
+# srp_up [option,...]: rxe or siw, an ib_srpt target and one ib_srp login
+# with those options; fails the test on error.
+srp_up() {
+	step "$SRP_TRANSPORT on $NETDEV"
+	rdma_link_setup || fail "$SRP_TRANSPORT setup"
+	step "ib_srpt target (raw configfs)"
+	srp_target_up
+	step "ib_srp initiator"
+	srp_login "$@"
+}
+
+# srp_finish <disk>...: what every SRP test ends with, still logged in:
+# the disks' SCSI error counters, no SRP abort, ib_srp's pools idle; then
+# the teardown, and the verdict on $bad.
+srp_finish() {
+	srp_scsi_errs_check "$@"
+	srp_no_abort_check
+	srp_pools_check
+	step teardown
+	srp_down
+	timed "$SRP_TRANSPORT teardown" rdma_link_teardown || bad+=" $SRP_TRANSPORT-teardown"
+	[ -z "$bad" ] || fail "${bad# }"
+	pass
+}
+
+# scsi_ua_reports <disk> <message>: how many unit attentions with that
+# message (e.g. "Power-on or device reset occurred") the SCSI layer logged
+# for the disk's device.
+scsi_ua_reports() {
+	local h
+	h=$(readlink -f "/sys/block/${1#/dev/}/device")
+	dmesg | grep -c -F "${h##*/}: $2"
+}
+
+# srp_scsi_errs_allow <disk> <n> <why>: <n> more commands of the disk may
+# end in an error (CHECK CONDITION for a unit attention of the target,
+# which the SCSI layer retries) for srp_scsi_errs_check; logs why.
+srp_scsi_errs_allow() {
+	local n=${1#/dev/} e0 o0
+	read -r e0 o0 <<< "${SCSI_ERRS0[$n]:-0 0}"
+	SCSI_ERRS0[$n]="$((e0 + $2)) $o0"
+	log "$n: $2 more command(s) may end in CHECK CONDITION: $3"
+}
+
+# srp_reconnect_errs_allow <disk> <ioerr_cnt before> <reconnects>: a
+# reconnect ends the commands it finds outstanding with DID_RESET, which
+# the SCSI layer retries and counts in ioerr_cnt (stock ib_srp does the
+# same); allow what the disk counted since then, if there was a reconnect.
+# Timeouts stay counted, and fio verifies the data.
+srp_reconnect_errs_allow() {
+	local n=$(( $(scsi_ioerr "$1") - $2 ))
+	[ "$3" -gt 0 ] && [ $n -gt 0 ] &&
+		srp_scsi_errs_allow "$1" $n "outstanding commands a reconnect ended with DID_RESET"
+	return 0
+}
+
+# scsi_ioerr <disk>: the disk's ioerr_cnt, in decimal.
+scsi_ioerr() {
+	local e
+	read -r e < "/sys/block/${1#/dev/}/device/ioerr_cnt" && echo $((e))
+}
+
+# dmesg_count <regex>: how many kernel log lines match.
+dmesg_count() { dmesg | grep -c -E "$1"; }
+
+# srp_no_abort_check: ib_srp aborted no command (SCSI error handling after
+# a timeout); otherwise adds a word to $bad.
+srp_no_abort_check() {
+	local n
+	n=$(dmesg_count 'SRP abort called')
+	[ "$n" = 0 ] || { log "SRP abort called $n times"; bad+=" srp-abort-called-$n-times"; }
+}
+
+# srp_reconnects: how many times ib_srp reconnected ("reconnect succeeded").
+srp_reconnects() { dmesg_count 'ib_srp: reconnect succeeded'; }
+
+# srp_diag: the state of the SRP logins and of their disks' queues.
+srp_diag() {
+	local h p b f
+	for h in $(srp_hosts); do
+		p=/sys/class/scsi_host/$h
+		echo "$h: state $(cat "$p/state"), host_busy $(cat "$p/host_busy")," \
+			"req_lim $(cat "$p/req_lim" 2>/dev/null), zero_req_lim" \
+			"$(cat "$p/zero_req_lim" 2>/dev/null), rport $(cat "$(srp_host_rport "$h")/state")"
+		for b in "$p"/device/target*/*/block/*; do
+			[ -e "$b" ] || continue
+			echo "${b##*/}: device state $(cat "$b/device/state"), inflight $(cat "$b/inflight")"
+			for f in /sys/kernel/debug/block/"${b##*/}"/hctx*/{busy,dispatch,state}; do
+				[ -s "$f" ] && { echo "$f:"; cat "$f"; }
+			done
+		done
+	done
+}
+
+# ---- data moved and verified ----
+# The fio options of the SRP tests' verified I/O: 4k random reads and
+# writes, O_DIRECT, queue depth 16, every read of written data checked.
+# shellcheck disable=SC2034 # used by the tests
+FIO_VERIFY=(--bs=4k --rw=randrw --direct=1 --ioengine=libaio --iodepth=16
+	--verify=crc32c --verify_fatal=1)
+
+# dd_verify <disk> <offset MiB> <MiB> [file]: fresh random data (kept in
+# the file, default /tmp/dd.bin) written there with O_DIRECT, read back
+# and compared; logs the result.  Returns 1 on an error or a difference.
+dd_verify() {
+	local f=${4:-/tmp/dd.bin} t
+	t=$(now)
+	dd if=/dev/urandom of="$f" bs=1M count="$3" status=none
+	if dd if="$f" of="$1" bs=1M seek="$2" oflag=direct status=none &&
+		dd_same "$1" "$2" "$f"; then
+		log "$1: $3 MiB at $2 MiB written, read back and verified in $(since "$t") s"
+		return 0
+	fi
+	log "$1: $3 MiB at $2 MiB: write, read or comparison FAILED"
+	return 1
+}
+
+# dd_same <disk> <offset MiB> <file>: the disk holds the file there (read
+# with O_DIRECT).
+dd_same() {
+	local n
+	n=$(( $(stat -c %s "$3") >> 20 ))
+	dd if="$1" of=/tmp/dd-back.bin bs=1M skip="$2" count="$n" iflag=direct status=none &&
+		cmp -s "$3" /tmp/dd-back.bin
+}
+
+# fio_start <label> <fio argument>...: fio in the background, its output
+# in /tmp/<label>.fio.  The arguments name the job(s) (--name).  Several
+# may run at once, told apart by their labels.
+declare -A FIO_PID=() FIO_T0=()
+fio_start() {
+	local label=$1
+	shift
+	FIO_T0[$label]=$(now)
+	fio "$@" > "/tmp/$label.fio" 2>&1 &
+	FIO_PID[$label]=$!
+}
+
+# disk_moving <disk> <I/Os before>: the disk completed more reads and
+# writes than that (from /sys/block/<disk>/stat); disk_ios gives the count.
+disk_ios() {
+	local r w
+	read -r r _ _ _ w _ < "/sys/block/${1#/dev/}/stat" && echo $((r + w))
+}
+# shellcheck disable=SC2317 # called through wait_for
+disk_moving() { [ "$(disk_ios "$1")" -gt "$2" ]; }
+
+# fio_running <label>: that fio has not ended yet; fio_done: it has.
+fio_running() { kill -0 "${FIO_PID[$1]}" 2>/dev/null; }
+# shellcheck disable=SC2317 # called through wait_for
+fio_done() { ! fio_running "$1"; }
+
+# fio_wait <label> [stop]: wait for that fio (with "stop": stop it first
+# with SIGINT; fio then exits with status 128), show its summary and save
+# its output.  Returns 0 if it reported no error, verification errors
+# included.  Fails the test, with the blocked tasks in the kernel log, if
+# fio does not end within FIO_WAIT_MAX (120) s.
+fio_wait() {
+	local r f=/tmp/$1.fio
+	[ "${2:-}" = stop ] && kill -INT "${FIO_PID[$1]}" 2>/dev/null
+	if ! wait_for "${FIO_WAIT_MAX:-120}" fio_done "$1"; then
+		log "fio $1 still running ${FIO_WAIT_MAX:-120} s later; blocked tasks:"
+		echo w > /proc/sysrq-trigger
+		tail -n 20 "$f"
+		srp_diag
+		fail "fio $1 does not end"
+	fi
+	wait "${FIO_PID[$1]}"
+	r=$?
+	grep -E 'err=|READ:|WRITE:|verify|error|IOPS' "$f"
+	log "fio $1: status $r, $(since "${FIO_T0[$1]}") s"
+	save "$f"
+	[ "${2:-}" = stop ] && [ $r = 128 ] && r=0
+	if [ $r != 0 ] || grep -q -E 'err= *[1-9-]|verify.*(fail|bad)|io_u error' "$f"; then
+		tail -n 20 "$f"
+		return 1
+	fi
+}
+
+# fio_run <label> <fio argument>...: fio in the foreground, as fio_start
+# and fio_wait.
+fio_run() { fio_start "$@"; fio_wait "$1"; }
 
 # ---- NFS over RPC/RDMA: nfsd and the client in the same guest ----
 NFS_EXPORT=/tmp/export

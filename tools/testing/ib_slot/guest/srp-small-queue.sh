@@ -48,13 +48,6 @@ for reg in register_always=Y register_always=N never_register=1; do
 		[ "$ex" = 0 ] || bad+=" ${d##*/}-exhausted=$ex"
 	done
 done
-srp_no_abort_check
 n=$(srp_reconnects)
 [ "$n" = 0 ] || bad+=" $n-reconnects"
-
-step teardown
-srp_down
-timed "$SRP_TRANSPORT teardown" rdma_link_teardown || bad+=" link-teardown"
-
-[ -z "$bad" ] || fail "${bad# }"
-pass
+srp_finish "$DISK"

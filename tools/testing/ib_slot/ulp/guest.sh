@@ -28,13 +28,7 @@ ulp_unload() { timeout 60 rmmod ib_slot_example; }
 
 # ex_stat <name> [file]: the value of the "<name>: <value>" line of the
 # module's stats, or of a pool's file.
-ex_stat() {
-	local k v
-	while IFS=: read -r k v; do
-		[ "$k" = "$1" ] && { echo "${v# }"; return 0; }
-	done < "${2:-$EX/stats}"
-	return 1
-}
+ex_stat() { stat_field "${2:-$EX/stats}" "$1"; }
 
 ex_state_is() { [ "$(ex_stat state)" = "$1" ]; }
 
