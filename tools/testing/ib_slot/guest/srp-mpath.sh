@@ -18,6 +18,10 @@
 # paths' SCSI error counters, no SRP abort, and ib_srp's ib_slot pools
 # idle.
 . "${0%/*}/lib.sh"
+# 6.12's block layer models queue entry as a lock: removing a path's sd
+# disk (sd_remove) while dm-multipath allocates a request on it makes a
+# report of q_usage_counter against the writeback work, not of ib_srp.
+KNOWN_LOCKDEP='q_usage_counter\(queue\)'
 CYCLES=3
 # I/O schedulers of the paths for block I/O, with the number of path
 # cycles under each.
