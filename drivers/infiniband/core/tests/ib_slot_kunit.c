@@ -1695,7 +1695,6 @@ static void ib_slot_fence_retires_post(struct kunit *test)
  */
 static void ib_slot_retired_post_fails(struct kunit *test)
 {
-	struct test_env *env = test->priv;
 	struct ib_send_wr send;
 	struct ib_slot_qp *sqp;
 	struct ib_slot *slot;
