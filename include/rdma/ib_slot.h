@@ -16,10 +16,11 @@ struct ib_slot_qp;
 
 /*
  * The most MRs one slot may bundle: an SRP command of max_sect=131072 on a
- * device without SG_GAPS needs 34 with 512-page MRs (rxe), 66 with
- * 256-page ones (siw).
+ * device without SG_GAPS needs 34 with 512-page MRs (rxe); with 256-page
+ * ones (siw), max_sect=65536 needs 34.  One word of bitmap keeps the
+ * fast path's bitmap operations inline.
  */
-#define IB_SLOT_MAX_MRS		128
+#define IB_SLOT_MAX_MRS		64
 
 /**
  * enum ib_slot_policy - what a pool does when it runs out of slots
