@@ -494,8 +494,8 @@ void ib_slot_wc_tail(struct ib_cq *cq, struct ib_wc *wc)
 
 /*
  * A post whose tail went unsignaled is retired by the fence's LOCAL_INV
- * completion, or by its refusal, with the post's own status: had the tail
- * failed, its completion would have come first.
+ * completion @wc, or by its refusal, with the post's own status (so @wc's
+ * is not used): had the tail failed, its completion would have come first.
  */
 static void ib_slot_retire_deferred(struct ib_slot *slot, const struct ib_wc *wc)
 {
@@ -618,7 +618,7 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 			 * rkeys stay as they were, so replace the MRs as for
 			 * a flush.  Our hold keeps the slot ours meanwhile.
 			 */
-			struct ib_wc wc = { .status = IB_WC_WR_FLUSH_ERR };
+			struct ib_wc wc = { .qp = slot->sqp->qp };
 
 			for (wr = first; wr; wr = wr->next)
 				ib_slot_inv_mr(slot, wr)->need_inval = true;
