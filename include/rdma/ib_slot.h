@@ -72,6 +72,11 @@ enum ib_slot_fence {
  *	request costs one completion, not two.  The slot takes no other post
  *	until then.  Once the peer invalidates an rkey itself, the pool's
  *	posts are signaled again.  For ULPs that post once per request (SRP)
+ * @rw_mrs: the lkey MRs are those rdma_rw_ctx_init() takes from the QP's
+ *	pool, not the slot's: the pool allocates none, and ib_slot_qp_caps()
+ *	has the QP created with @nr_lkey_mrs of them per slot and without
+ *	the Send Queue room rdma_rw_init_qp() would add for them, which the
+ *	slots hold already.  For ULPs that post rdma_rw contexts
  */
 struct ib_slot_profile {
 	u8			nr_rkey_mrs;
@@ -86,6 +91,7 @@ struct ib_slot_profile {
 	bool			integrity;
 	enum ib_slot_fence	fence;
 	bool			fence_retires_post;
+	bool			rw_mrs;
 };
 
 /**
@@ -161,9 +167,13 @@ struct ib_slot_mr {
  * @mapped: bit i set: ib_slot_map_mr() prepared @mrs[i] for the next post
  * @tag: index of the slot in its pool
  * @sq_used: Send Queue entries posted since get
+ * @sq_max: Send Queue entries the slot may post: its own, and those of
+ *	the slots joined to it (ib_slot_join())
+ * @joined: next slot joined to this one, put with it
  * @busy: outstanding posts and LOCAL_INV chains, one more while
  *	ib_slot_fence() runs, and high bits while a post's done() has yet
- *	to run and while a fence is armed
+ *	to run, while a fence is armed, and while the slot is joined to
+ *	another or has others joined to it
  * @flags: %IB_SLOT_F_* bits
  * @status: first error status of the current post
  * @fence_status: status of the armed fence's LOCAL_INV chain
@@ -185,6 +195,8 @@ struct ib_slot {
 	DECLARE_BITMAP(mapped, IB_SLOT_MAX_MRS);
 	u32			tag;
 	u32			sq_used;
+	u32			sq_max;
+	struct ib_slot		*joined;
 	atomic_t		busy;
 	unsigned long		flags;
 	enum ib_wc_status	status;
@@ -264,6 +276,7 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 				     const struct ib_qp_cap *granted,
 				     u32 nr_slots);
 void ib_slot_qp_detach(struct ib_slot_qp *sqp);
+void ib_slot_qp_cancel_waiters(struct ib_slot_qp *sqp);
 u32 ib_slot_qp_credits(const struct ib_slot_qp *sqp);
 bool ib_slot_qp_has_waiters(const struct ib_slot_qp *sqp);
 
@@ -277,6 +290,8 @@ bool ib_slot_cancel_wait(struct ib_slot_waiter *w);
 int ib_slot_get_wait(struct ib_slot_qp *sqp, unsigned int nr,
 		     struct ib_slot **slots);
 void ib_slot_put(struct ib_slot *slot);
+int ib_slot_join(struct ib_slot **slots, unsigned int nr);
+unsigned int ib_slot_nr_for(const struct ib_slot_pool *pool, u32 nr_wrs);
 
 int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 		   struct scatterlist *sg, int sg_nents,
@@ -295,6 +310,18 @@ int ib_slot_fence_rkey(struct ib_slot *slot, u32 inv_rkey,
 static inline void *ib_slot_priv(struct ib_slot *slot)
 {
 	return (void *)slot + ALIGN(sizeof(*slot), SMP_CACHE_BYTES);
+}
+
+/**
+ * ib_slot_room - Send Queue units a slot may still post
+ * @slot: a slot in use, with no post outstanding
+ *
+ * Context: Any context.
+ * Return: the units left of the slot's credits and of those joined to it.
+ */
+static inline u32 ib_slot_room(const struct ib_slot *slot)
+{
+	return slot->sq_max - slot->sq_used;
 }
 
 static inline u32 ib_slot_rkey(const struct ib_slot *slot, unsigned int idx)

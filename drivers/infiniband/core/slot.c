@@ -17,12 +17,14 @@
  * This file creates and destroys pools and attaches QPs.  A pool outlives
  * every access to it: destroy removes debugfs first (debugfs_remove()
  * waits for its readers), then waits for every slot to come back, then for
- * the RCU read-side sections in which the last put and the last completion
- * may still read the pool (synchronize_rcu()), and only then frees it.
+ * the RCU read-side sections in which the last put may still read the pool
+ * (synchronize_rcu()), then for the completions whose done() put their
+ * slot to drop the post's count, and only then frees it.
  * Debugfs never dereferences a QP: it prints the number copied at attach,
  * and the qp_error knob holds qps_mutex, which detach takes too.
  */
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
 #include <linux/slab.h>
@@ -38,8 +40,7 @@ static DEFINE_IDA(ib_slot_ida);
 
 static void ib_slot_free_mrs(struct ib_slot_pool *pool)
 {
-	u32 i, nr = pool->nr_slots * (pool->profile.nr_rkey_mrs +
-				      pool->profile.nr_lkey_mrs);
+	u32 i, nr = pool->nr_slots * ib_slot_own_mrs(&pool->profile);
 
 	for (i = 0; i < nr; i++)
 		if (pool->mrs[i].mr)
@@ -65,8 +66,7 @@ struct ib_mr *ib_slot_new_mr(struct ib_slot_pool *pool, bool pi)
 
 static int ib_slot_alloc_mrs(struct ib_slot_pool *pool)
 {
-	const struct ib_slot_profile *p = &pool->profile;
-	u32 per_slot = p->nr_rkey_mrs + p->nr_lkey_mrs;
+	u32 per_slot = ib_slot_own_mrs(&pool->profile);
 	u32 tag, i;
 
 	if (!per_slot)
@@ -296,6 +296,7 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 
 		slot->pool = pool;
 		slot->tag = tag;
+		slot->sq_max = cost.sqes;
 		slot->cqe.done = ib_slot_wc_done;
 		slot->aux_cqe.done = ib_slot_wc_aux;
 		slot->inv_cqe.done = ib_slot_wc_inv;
@@ -370,6 +371,7 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 	struct ib_slot_qp *sqp, *stmp;
 	struct ib_slot_waiter *w;
 	LIST_HEAD(ready);
+	u32 tag;
 
 	if (!pool)
 		return;
@@ -394,11 +396,28 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 				       atomic_read_acquire(&pool->avail) ==
 				       pool->nr_slots, 10 * HZ))
 		ib_slot_report_held(pool);
-	/*
-	 * The last put may still be reading the pool, and the last
-	 * completion the slot it put; both do so under rcu_read_lock().
-	 */
+	/* The last put may still be reading the pool, under RCU. */
 	synchronize_rcu();
+	/*
+	 * A completion whose done() put its slot drops the post's count
+	 * after done() returns; done() may sleep, so no RCU section covers
+	 * it.  Nothing else is outstanding on a slot that was put.
+	 */
+	for (tag = 0; tag < pool->nr_slots; tag++) {
+		struct ib_slot *slot = ib_slot_at(pool, tag);
+		unsigned long warn = jiffies + 10 * HZ;
+
+		while (atomic_read_acquire(&slot->busy)) {
+			if (time_after(jiffies, warn)) {
+				dev_warn(&pool->dev->dev,
+					 "ib_slot: %s: destroy waits for slot %u (busy %#x)\n",
+					 pool->name, tag,
+					 atomic_read(&slot->busy));
+				warn = jiffies + 10 * HZ;
+			}
+			usleep_range(50, 100);
+		}
+	}
 	/* Fences recycle before fenced() and the put: nothing is queued. */
 	cancel_delayed_work_sync(&pool->recycle_work);
 	cancel_work_sync(&pool->resume_work);
@@ -502,6 +521,50 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 }
 EXPORT_SYMBOL(ib_slot_qp_attach);
 
+/* Resume @sqp's queued waiters with -ESHUTDOWN; @detach: forget @sqp. */
+static void ib_slot_qp_shut_out(struct ib_slot_qp *sqp, bool detach)
+{
+	struct ib_slot_pool *pool = sqp->pool;
+	struct ib_slot_waiter *w, *tmp;
+	LIST_HEAD(gone);
+	LIST_HEAD(ready);
+
+	/* The qp_error knob holds it while it uses @sqp->qp. */
+	if (detach)
+		mutex_lock(&pool->qps_mutex);
+	spin_lock_bh(&pool->lock);
+	list_for_each_entry_safe(w, tmp, &pool->waiters, entry) {
+		if (w->sqp == sqp)
+			ib_slot_unqueue(w, &gone);
+	}
+	if (detach)
+		list_del(&sqp->entry);
+	if (!list_empty(&gone))
+		ib_slot_scan_waiters(pool, &ready);
+	spin_unlock_bh(&pool->lock);
+	if (detach)
+		mutex_unlock(&pool->qps_mutex);
+	ib_slot_defer(pool, &ready);
+	ib_slot_shut_out(&gone);
+}
+
+/**
+ * ib_slot_qp_cancel_waiters - give up a QP's waiting requests
+ * @sqp: the QP's credit account
+ *
+ * For a ULP closing a connection: its waiters still queued are resumed,
+ * from this call, with -ESHUTDOWN; those granted before keep their slots
+ * and are resumed as usual.  The ULP stops queueing waiters for @sqp
+ * first.
+ *
+ * Context: Process context.
+ */
+void ib_slot_qp_cancel_waiters(struct ib_slot_qp *sqp)
+{
+	ib_slot_qp_shut_out(sqp, false);
+}
+EXPORT_SYMBOL(ib_slot_qp_cancel_waiters);
+
 /**
  * ib_slot_qp_detach - end a QP's use of a pool
  * @sqp: from ib_slot_qp_attach(); %NULL is ignored
@@ -514,29 +577,14 @@ EXPORT_SYMBOL(ib_slot_qp_attach);
  */
 void ib_slot_qp_detach(struct ib_slot_qp *sqp)
 {
-	struct ib_slot_waiter *w, *tmp;
 	struct ib_slot_pool *pool;
-	LIST_HEAD(gone);
-	LIST_HEAD(ready);
 
 	if (!sqp)
 		return;
 	pool = sqp->pool;
 	if (ib_slot_misuse(pool, atomic_read(&sqp->nr_held)))
 		return;
-	mutex_lock(&pool->qps_mutex);
-	spin_lock_bh(&pool->lock);
-	list_for_each_entry_safe(w, tmp, &pool->waiters, entry) {
-		if (w->sqp == sqp)
-			ib_slot_unqueue(w, &gone);
-	}
-	list_del(&sqp->entry);
-	if (!list_empty(&gone))
-		ib_slot_scan_waiters(pool, &ready);
-	spin_unlock_bh(&pool->lock);
-	mutex_unlock(&pool->qps_mutex);
-	ib_slot_defer(pool, &ready);
-	ib_slot_shut_out(&gone);
+	ib_slot_qp_shut_out(sqp, true);
 	kfree(sqp);
 }
 EXPORT_SYMBOL(ib_slot_qp_detach);

@@ -7,6 +7,7 @@
  * combine them are in Documentation/infiniband/slot.rst.
  */
 #include <rdma/ib_verbs.h>
+#include <rdma/rw.h>
 
 #include "core_priv.h"
 #include "slot_priv.h"
@@ -56,10 +57,11 @@ static int ib_slot_charge(struct ib_device *dev,
  *
  * Applies the cost rules of Documentation/infiniband/slot.rst: an rkey MR
  * costs REG_MR and LOCAL_INV; an lkey MR LOCAL_INV, REG_MR and the RDMA WR
- * it serves; direct RDMA one WR per @profile->max_send_sge SGEs; a send one
- * WR.  Each WR costs the Send Queue units and the error completions the
- * device reports through ib_get_wr_cost(): a flush completes every
- * outstanding WR, signaled or not.
+ * it serves; direct RDMA one WR per @profile->max_send_sge SGEs (an RDMA
+ * READ per max_sge_rd, if fewer); a send one WR.  Each WR costs the Send
+ * Queue units and the error completions the device reports through
+ * ib_get_wr_cost(): a flush completes every outstanding WR, signaled or
+ * not.
  *
  * Context: Any context.
  * Return: 0, or -EINVAL if @profile is not valid for @dev (the reason is
@@ -71,6 +73,13 @@ int ib_slot_profile_cost(struct ib_device *dev,
 {
 	u32 rkey = profile->nr_rkey_mrs, lkey = profile->nr_lkey_mrs;
 	u32 sge = max(profile->max_send_sge, 1U);
+	/*
+	 * As rdma_rw: a direct RDMA READ takes at most max_sge_rd SGEs.  On
+	 * iWARP a READ sink is always an lkey MR, so direct RDMA is WRITE.
+	 */
+	u32 rd_sge = !dev->attrs.max_sge_rd ||
+		     rdma_protocol_iwarp(dev, rdma_start_port(dev)) ? sge :
+		     clamp_t(u32, dev->attrs.max_sge_rd, 1, sge);
 	enum ib_wr_opcode reg = profile->integrity ? IB_WR_REG_MR_INTEGRITY :
 						     IB_WR_REG_MR;
 	u32 shift = profile->page_shift ?: PAGE_SHIFT;
@@ -113,7 +122,8 @@ int ib_slot_profile_cost(struct ib_device *dev,
 	     ib_slot_charge(dev, &attr, IB_WR_LOCAL_INV, 0, rkey + lkey, cost) ||
 	     ib_slot_charge(dev, &attr, IB_WR_RDMA_READ, 1, lkey, cost) ||
 	     ib_slot_charge(dev, &attr, IB_WR_RDMA_READ, sge,
-			    DIV_ROUND_UP(profile->max_rdma_sges, sge), cost) ||
+			    DIV_ROUND_UP(profile->max_rdma_sges, rd_sge),
+			    cost) ||
 	     ib_slot_charge(dev, &attr, IB_WR_SEND, sge, profile->nr_sends,
 			    cost)))
 		why = "device cannot post a WR of the profile";
@@ -157,10 +167,18 @@ static void ib_slot_op_units(struct ib_slot_pool *pool,
 
 void ib_slot_fill_units(struct ib_slot_pool *pool)
 {
+	static const enum ib_wr_opcode ops[] = {
+		IB_WR_RDMA_WRITE, IB_WR_RDMA_READ, IB_WR_RDMA_READ_WITH_INV,
+		IB_WR_SEND, IB_WR_SEND_WITH_INV, IB_WR_REG_MR, IB_WR_LOCAL_INV,
+	};
 	struct ib_qp_init_attr attr;
+	unsigned int i;
 
 	ib_slot_qp_attr(&pool->profile, &attr);
 	ib_slot_op_units(pool, &attr, pool->units, &pool->multi_cqe);
+	pool->max_units = 1;
+	for (i = 0; i < ARRAY_SIZE(ops); i++)
+		pool->max_units = max(pool->max_units, pool->units[ops[i]]);
 }
 
 /*
@@ -186,6 +204,17 @@ bool ib_slot_qp_costs_more(struct ib_slot_pool *pool, struct ib_qp *qp,
 	return multi & ~pool->multi_cqe;
 }
 
+/* The Send Queue room rdma_rw_init_qp() adds for @ctxs contexts. */
+static u32 ib_slot_rw_wrs(struct ib_slot_pool *pool,
+			  const struct ib_qp_init_attr *attr, u64 ctxs)
+{
+	/* Without a port, ib_slot_qp_caps() refuses the caps. */
+	if (!ctxs || ctxs > U32_MAX || !attr->port_num)
+		return 0;
+	return rdma_rw_max_send_wr(pool->dev, attr->port_num, ctxs,
+				   attr->create_flags);
+}
+
 /**
  * ib_slot_qp_caps - size a QP and its CQ for slots of a pool
  * @pool: the pool
@@ -201,6 +230,11 @@ bool ib_slot_qp_costs_more(struct ib_slot_pool *pool, struct ib_qp *qp,
  * posted outside slots is added to the caps afterwards.  The total is
  * checked against the largest Send Queue the device accepts for these
  * caps (ib_query_qp_budget()), which may be less than attrs.max_qp_wr.
+ * For a pool of &ib_slot_profile.rw_mrs, cap.max_rdma_ctxs grows by the
+ * pool's lkey MRs, and cap.max_send_wr is left short of what the slots
+ * need by what rdma_rw_init_qp() adds for all the contexts, so that the
+ * QP is created with the Send Queue the slots need, once; set
+ * @init_attr->port_num first.
  *
  * Context: Any context.
  * Return: 0, or -EINVAL if the device cannot hold @nr_slots slots more
@@ -210,18 +244,25 @@ int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
 		    struct ib_qp_init_attr *init_attr, u32 *nr_cqe)
 {
 	struct ib_device_attr *da = &pool->dev->attrs;
+	const struct ib_slot_profile *p = &pool->profile;
 	bool first = !*nr_cqe;
+	u64 ctxs = init_attr->cap.max_rdma_ctxs +
+		   (p->rw_mrs ? (u64)nr_slots * p->nr_lkey_mrs : 0);
+	/* rdma_rw_init_qp() adds room for the contexts asked for before. */
 	u64 sq = (u64)nr_slots * pool->cost.sqes + init_attr->cap.max_send_wr +
+		 ib_slot_rw_wrs(pool, init_attr, init_attr->cap.max_rdma_ctxs) +
 		 (first ? pool->units[IB_WR_RDMA_WRITE] : 0);
 	u64 rq = (u64)nr_slots * pool->cost.rqes + init_attr->cap.max_recv_wr +
 		 first;
 	u64 cqe = (u64)nr_slots * pool->cost.cqes + *nr_cqe + 2 * first;
+	u32 rw = ib_slot_rw_wrs(pool, init_attr, ctxs);
 	struct ib_qp_init_attr want = *init_attr;
 	struct ib_qp_budget budget = { };
 	int ret = -EINVAL;
 
 	if (nr_slots && sq <= U32_MAX && rq <= da->max_qp_wr &&
-	    cqe <= da->max_cqe) {
+	    cqe <= da->max_cqe && ctxs <= U32_MAX && rw <= sq &&
+	    !WARN_ON_ONCE(ctxs && !init_attr->port_num)) {
 		want.cap.max_send_wr = sq;
 		want.cap.max_recv_wr = rq;
 		want.cap.max_send_sge = max3(want.cap.max_send_sge,
@@ -235,6 +276,9 @@ int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
 			 cqe, da->max_cqe);
 		return -EINVAL;
 	}
+	/* The slots hold every WR of the contexts: rdma_rw adds none. */
+	want.cap.max_send_wr = sq - rw;
+	want.cap.max_rdma_ctxs = ctxs;
 	init_attr->cap = want.cap;
 	*nr_cqe = cqe;
 	return 0;

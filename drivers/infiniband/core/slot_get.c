@@ -474,13 +474,30 @@ static void ib_slot_unmap(struct ib_slot *slot)
 	bitmap_zero(slot->mapped, IB_SLOT_MAX_MRS);
 }
 
+/* The slots joined to @lead, whose posts have retired, go back with it. */
+static noinline void ib_slot_put_joined(struct ib_slot *lead)
+{
+	struct ib_slot *slot = lead->joined, *next;
+
+	lead->joined = NULL;
+	lead->sq_max = lead->pool->cost.sqes;
+	atomic_sub(IB_SLOT_LEAD, &lead->busy);
+	for (; slot; slot = next) {
+		next = slot->joined;
+		slot->joined = NULL;
+		atomic_sub(IB_SLOT_JOINED, &slot->busy);
+		ib_slot_put(slot);
+	}
+}
+
 /**
  * ib_slot_put - return a slot and its credits
  * @slot: a slot whose posts have all completed
  *
  * Wakes waiters of the pool if the slot (and its QP's credits) let them
- * go.  Putting a slot with a post or fence outstanding, or twice, is a bug:
- * it warns and leaves the slot alone.
+ * go.  The slots joined to it (ib_slot_join()) go back too.  Putting a
+ * slot with a post or fence outstanding, a slot joined to another, or a
+ * slot twice, is a bug: it warns and leaves the slot alone.
  *
  * Context: Process or softirq context (any context an &struct ib_cq
  * completion runs in).  Does not sleep.
@@ -489,13 +506,17 @@ void ib_slot_put(struct ib_slot *slot)
 {
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_slot_qp *sqp = slot->sqp;
+	int avail, busy = atomic_read(&slot->busy);
 	LIST_HEAD(ready);
-	int avail;
 
 	/* As get: waiters are granted under the pool's lock with BHs off. */
 	lockdep_assert_irqs_enabled();
-	if (ib_slot_misuse(pool, ib_slot_outstanding(slot)))
-		return;
+	/* One test for both: the fast path pays nothing for joined slots. */
+	if (unlikely(busy & (IB_SLOT_OUTSTANDING | IB_SLOT_LEAD))) {
+		if (ib_slot_misuse(pool, busy & IB_SLOT_OUTSTANDING))
+			return;
+		ib_slot_put_joined(slot);
+	}
 	if (ib_slot_misuse(pool, !test_and_clear_bit(IB_SLOT_F_IN_USE,
 						     &slot->flags)))
 		return;
@@ -525,3 +546,82 @@ void ib_slot_put(struct ib_slot *slot)
 	ib_slot_resume_all(&ready);
 }
 EXPORT_SYMBOL(ib_slot_put);
+
+/**
+ * ib_slot_join - let one slot post with the credits of several
+ * @slots: slots of one pool for one QP, taken together (ib_slot_get_bulk()
+ *	or a waiter for @nr), none of them posted, mapped or joined yet
+ * @nr: number of @slots
+ *
+ * For a request larger than one slot's profile: a target's command whose
+ * RDMA READ or WRITE chain needs more WRs than one slot may post
+ * (ib_slot_nr_for()).  From now on @slots[0] posts with the credits of all
+ * of them, so each of its chains goes out with one doorbell and completes
+ * with one done(); the other slots neither post nor are put on their own,
+ * and ib_slot_put() of @slots[0] puts them all.  Joined slots, @slots[0]
+ * included, do not fence (-EBUSY): they are for targets, whose MRs are
+ * rdma_rw's or none, invalidated lazily.
+ *
+ * Context: Any context.
+ * Return: 0, or -EINVAL if @nr is 0, a slot is not in use, bound to
+ * another QP, joined already, or (but @slots[0]) has posted or mapped
+ * since its get; then nothing was joined.
+ */
+int ib_slot_join(struct ib_slot **slots, unsigned int nr)
+{
+	struct ib_slot *lead;
+	struct ib_slot_pool *pool;
+	unsigned int i, j;
+
+	if (WARN_ON_ONCE(!nr))
+		return -EINVAL;
+	lead = slots[0];
+	pool = lead->pool;
+
+	for (i = 0; i < nr; i++) {
+		struct ib_slot *slot = slots[i];
+		bool bad = slot->pool != pool || slot->sqp != lead->sqp ||
+			   !test_bit(IB_SLOT_F_IN_USE, &slot->flags) ||
+			   (atomic_read(&slot->busy) & (IB_SLOT_OUTSTANDING |
+							IB_SLOT_LEAD));
+
+		/* Its credits must all be there to lend. */
+		if (i)
+			bad |= slot->sq_used ||
+			       !bitmap_empty(slot->mapped, IB_SLOT_MAX_MRS);
+		for (j = 0; j < i && !bad; j++)
+			bad = slots[j] == slot;
+		if (ib_slot_misuse(pool, bad))
+			return -EINVAL;
+	}
+	if (nr > 1)
+		atomic_add(IB_SLOT_LEAD, &lead->busy);
+	for (i = nr - 1; i > 0; i--) {
+		atomic_add(IB_SLOT_JOINED, &slots[i]->busy);
+		slots[i]->joined = lead->joined;
+		lead->joined = slots[i];
+		lead->sq_max += pool->cost.sqes;
+	}
+	return 0;
+}
+EXPORT_SYMBOL(ib_slot_join);
+
+/**
+ * ib_slot_nr_for - how many slots a chain of WRs needs
+ * @pool: the pool
+ * @nr_wrs: RDMA READ or WRITE, send, REG_MR and LOCAL_INV WRs of the
+ *	request, counted as rdma_rw_ctx_init() returns them
+ *
+ * Every such WR is counted at the units of the costliest of them, so the
+ * slots, joined with ib_slot_join(), hold the chain whatever its mix.
+ *
+ * Context: Any context.
+ * Return: the number of slots, at least one.
+ */
+unsigned int ib_slot_nr_for(const struct ib_slot_pool *pool, u32 nr_wrs)
+{
+	u64 units = (u64)max(nr_wrs, 1U) * pool->max_units;
+
+	return min_t(u64, DIV_ROUND_UP_ULL(units, pool->cost.sqes), UINT_MAX);
+}
+EXPORT_SYMBOL(ib_slot_nr_for);

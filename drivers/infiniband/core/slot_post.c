@@ -36,7 +36,8 @@
  * Return: the number of @sg entries mapped whole (0 if the MR took only
  * the head of the first, see ib_map_mr_sg()), -EINVAL for a bad @idx, a
  * slot not in use or nothing mapped, -EBUSY while a post or fence of the
- * slot is outstanding, or the error of ib_map_mr_sg().
+ * slot is outstanding or it is joined to another, or the error of
+ * ib_map_mr_sg().
  */
 int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 		   struct scatterlist *sg, int sg_nents,
@@ -231,15 +232,21 @@ static bool ib_slot_wr_fits(const struct ib_slot_qp *sqp,
  * RDMA READ whose sink is an lkey MR of the slot mapped for this post goes
  * out as RDMA_READ_WITH_INV of that MR, which the next registration then
  * does not invalidate again; map the MR again before another READ.
+ * @wr may be a chain rdma_rw_ctx_wrs() built (pass it no cqe), with the
+ * REG_MR and LOCAL_INV WRs of rdma_rw's own MRs: each WR takes a cqe of the
+ * slot here, so a flushed RDMA WRITE in the middle of a chain reaches
+ * done() like any other WR, instead of completing with no cqe.  A slot that
+ * others are joined to (ib_slot_join()) posts with their credits too.
  *
  * The post may complete, and done() put the slot, before this returns:
  * once the chain is handed over, this touches neither @slot nor its pool.
  *
  * Context: Any context.
- * Return: 0, -EBUSY if a post is outstanding, -ENOSPC if the chain exceeds
- * the slot's profile, -EINVAL if the slot is not in use, the chain is empty
- * or holds a WR the QP cannot take (opcode, SGE count), or the provider's
- * error if it refused the chain; then nothing of the chain is outstanding.
+ * Return: 0, -EBUSY if a post is outstanding or the slot is joined to
+ * another, -ENOSPC if the chain exceeds the slot's credits, -EINVAL if the
+ * slot is not in use, the chain is empty or holds a WR the QP cannot take
+ * (opcode, SGE count), or the provider's error if it refused the chain;
+ * then nothing of the chain is outstanding.
  */
 int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 {
@@ -294,7 +301,7 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	/* Every WR costs at least one unit: a chain of none is empty. */
 	if (!n)
 		return -EINVAL;
-	if (ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes))
+	if (ib_slot_misuse(pool, slot->sq_used + n > slot->sq_max))
 		return -ENOSPC;
 
 	last = container_of(tail, struct ib_send_wr, next);
@@ -459,18 +466,17 @@ static void ib_slot_retire(struct ib_slot *slot, const struct ib_wc *wc)
 	/*
 	 * done() may post again, or put the slot if no fence is armed; the
 	 * count stays, so that a fence never runs before done() returns.
-	 * If done() put the slot, a destroy may free the pool once it is
-	 * back: it waits for this read-side section first.
+	 * If done() put the slot, a destroy waits for the count to drop
+	 * before it frees the pool, so done() may sleep where its CQ may.
 	 */
-	rcu_read_lock();
 	atomic_sub(IB_SLOT_POSTED, &slot->busy);
 	slot->pool->done(slot, wc);
 	/*
 	 * Only a count from here on: if done() put the slot, its next owner
 	 * balances its own posts, and whoever reaches zero runs the fence.
+	 * The decrement is our last touch of the slot.
 	 */
 	ib_slot_unbusy(slot);
-	rcu_read_unlock();
 }
 
 void ib_slot_wc_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -551,7 +557,8 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
 	if (ib_slot_misuse(pool, atomic_read(&slot->busy) &
-				 IB_SLOT_FENCE_ARMED))
+				 (IB_SLOT_FENCE_ARMED | IB_SLOT_JOINED |
+				  IB_SLOT_LEAD)))
 		return -EBUSY;
 
 	for (i = 0; i < pool->profile.nr_rkey_mrs; i++) {
@@ -587,7 +594,7 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 		nr_inv++;
 	}
 	*tail = NULL;
-	if (nr_inv && ib_slot_misuse(pool, slot->sq_used + n > pool->cost.sqes))
+	if (nr_inv && ib_slot_misuse(pool, slot->sq_used + n > slot->sq_max))
 		return -ENOSPC;
 
 	/*
@@ -651,8 +658,9 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
  * Context: Any context.
  * Return: 0 once the fence is armed (@fenced will run, with
  * %IB_WC_WR_FLUSH_ERR if the QP refused the chain), -EINVAL if @slot is
- * not in use, -EBUSY if a fence is already armed, -ENOSPC if the slot's
- * credits cannot hold the chain; then @fenced is not called.
+ * not in use, -EBUSY if a fence is already armed or the slot is joined
+ * (ib_slot_join()), -ENOSPC if the slot's credits cannot hold the chain;
+ * then @fenced is not called.
  */
 int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 		  void (*fenced)(struct ib_slot *slot,

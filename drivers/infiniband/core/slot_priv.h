@@ -29,11 +29,19 @@
 #define IB_SLOT_NO_TAG		(-1)
 /*
  * slot->busy counts outstanding posts, LOCAL_INV chains and fence holds;
- * these bits say that a post's done() has yet to run, and that a fence is
- * armed.  One word, so that one read checks both and one atomic arms.
+ * these bits say that a post's done() has yet to run, that a fence is
+ * armed, and that the slot is joined to another.  One word, so that one
+ * read checks them all and one atomic arms.
  */
 #define IB_SLOT_POSTED		BIT(29)
 #define IB_SLOT_FENCE_ARMED	BIT(30)
+/* Lends its credits to another slot (ib_slot_join()), and is put with it. */
+#define IB_SLOT_JOINED		BIT(28)
+/* Has slots joined to it: its put puts them, and it does not fence. */
+#define IB_SLOT_LEAD		BIT(27)
+/* The WRs are not ours, or the slot posts and puts through another. */
+#define IB_SLOT_OUTSTANDING	(IB_SLOT_POSTED | IB_SLOT_FENCE_ARMED | \
+				 IB_SLOT_JOINED)
 
 /* slot->flags */
 enum {
@@ -71,6 +79,8 @@ struct ib_slot_pool {
 	u8			units[IB_SLOT_NR_OPCODES];
 	/* Opcodes whose signaled WR completes more than once (mlx5 PI UMRs). */
 	unsigned long		multi_cqe;
+	/* The most units an RDMA, send, REG_MR or LOCAL_INV WR takes. */
+	u8			max_units;
 
 	/* Free tags; of an indexed pool, free reserved slots. */
 	struct sbitmap		map;
@@ -140,10 +150,13 @@ struct ib_slot_qp {
 		unlikely(__bad);					\
 	})
 
-/* A post's done() or an armed fence is outstanding: the WRs are not ours. */
+/*
+ * A post's done() or an armed fence is outstanding, so the WRs are not
+ * ours, or the slot is joined to another, which posts and puts for it.
+ */
 static inline bool ib_slot_outstanding(const struct ib_slot *slot)
 {
-	return atomic_read(&slot->busy) & (IB_SLOT_POSTED | IB_SLOT_FENCE_ARMED);
+	return atomic_read(&slot->busy) & IB_SLOT_OUTSTANDING;
 }
 
 /* Fault injection on get, for the tests of a ULP's exhaustion paths. */
@@ -167,6 +180,12 @@ static inline struct ib_slot *ib_slot_at(struct ib_slot_pool *pool, u32 tag)
 				      atomic_read(&__p->avail),		\
 				      atomic_read(&__p->nr_waiters));	\
 	} while (0)
+
+/* The MRs a slot of @p owns: rdma_rw's lkey MRs are the QP's. */
+static inline u32 ib_slot_own_mrs(const struct ib_slot_profile *p)
+{
+	return p->nr_rkey_mrs + (p->rw_mrs ? 0 : p->nr_lkey_mrs);
+}
 
 /* slot.c */
 struct ib_mr *ib_slot_new_mr(struct ib_slot_pool *pool, bool pi);
