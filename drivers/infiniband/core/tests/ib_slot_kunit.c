@@ -14,6 +14,7 @@
 #include <linux/prandom.h>
 #include <linux/scatterlist.h>
 #include <rdma/ib_slot.h>
+#include <rdma/rw.h>
 
 #define FAKE_MAX_WCS	4096
 
@@ -49,6 +50,7 @@ struct fake_ibdev {
 	unsigned int		cq_overflow;
 	unsigned int		posted;
 	unsigned int		posted_inv;
+	unsigned int		doorbells;	/* post_send calls */
 	u32			sq_grant_cut;	/* granted = requested - cut */
 	bool			sq_grant_round;	/* granted: next power of 2 */
 	bool			bb_model;	/* REG_MR 3 units, LOCAL_INV 2 */
@@ -265,6 +267,7 @@ static int fake_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 	struct fake_qp *fqp = to_fqp(qp);
 	u32 nth = 0;
 
+	fdev->doorbells++;
 	for (; wr; wr = wr->next) {
 		u16 units = fake_units(fdev, wr->opcode);
 		struct fake_wqe *wqe;
@@ -565,6 +568,21 @@ static struct ib_cq *test_cq(struct kunit *test, u32 nr_cqe)
 	ret = kunit_add_action_or_reset(test, ib_free_cq_action, cq);
 	KUNIT_ASSERT_EQ(test, ret, 0);
 	return cq;
+}
+
+/* QP 0 created with @attr as sized by the test, on a CQ of @nr_cqe. */
+static struct fake_qp *test_qp_of(struct kunit *test,
+				  struct ib_qp_init_attr *attr, u32 nr_cqe)
+{
+	struct test_env *env = test->priv;
+
+	env->cq = test_cq(test, nr_cqe);
+	attr->send_cq = env->cq;
+	attr->recv_cq = env->cq;
+	env->qp[0] = ib_create_qp(env->pd, attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->qp[0]);
+	test_action(test, ib_destroy_qp_action, env->qp[0]);
+	return to_fqp(env->qp[0]);
 }
 
 /*
@@ -1854,6 +1872,241 @@ static void ib_slot_rdma_mr_decision(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, needs);
 	env->fdev->ibdev.node_type = RDMA_NODE_IB_CA;
 	ib_slot_put(slot);
+}
+
+/* A slot of this profile posts three units: two RDMA WRITEs and a SEND. */
+static const struct ib_slot_profile two_writes = {
+	.max_rdma_sges = 2, .nr_sends = 1,
+};
+
+/* @n WRs, RDMA WRITEs and a SEND last, as one chain. */
+static void write_chain(struct ib_send_wr *wrs, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		memset(&wrs[i], 0, sizeof(wrs[i]));
+		wrs[i].opcode = i == n - 1 ? IB_WR_SEND : IB_WR_RDMA_WRITE;
+		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+	}
+}
+
+/*
+ * Slots joined for a request larger than one: the lead posts a chain of
+ * up to all their units with one doorbell, one signaled WR and one done(),
+ * and its put returns them all, each with the room of one slot again.
+ */
+static void ib_slot_join_posts_once(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr wrs[8];
+	struct ib_slot *slots[3];
+	struct test_waiter tw;
+	struct ib_cqe *cqe;
+	int order[1], pos = 0;
+	struct ib_slot_qp *sqp;
+	struct fake_qp *fqp;
+	unsigned int i, signaled = 0;
+	int ret;
+
+	test_pool(test, &two_writes, 3, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 3);
+	fqp = to_fqp(env->qp[0]);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 3, slots), 0);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, ib_slot_room(slots[i]), 3);
+	KUNIT_ASSERT_EQ(test, ib_slot_join(slots, 3), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 9);
+
+	/* Eight units: more than one slot holds, fewer than three. */
+	write_chain(wrs, 8);
+	KUNIT_EXPECT_EQ(test, ib_slot_post(slots[0], wrs), 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->doorbells, 1);
+	KUNIT_EXPECT_EQ(test, env->fdev->posted, 8);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 1);
+	for (i = 0; i < 8; i++) {
+		cqe = i == 7 ? &slots[0]->cqe : &slots[0]->aux_cqe;
+		signaled += fqp->ring[i].signaled;
+		KUNIT_EXPECT_PTR_EQ(test, fqp->ring[i].cqe, cqe);
+	}
+	KUNIT_EXPECT_EQ(test, signaled, 1);
+	KUNIT_EXPECT_TRUE(test, fqp->ring[7].signaled);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, env->nr_done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slots[0])->done, 1);
+
+	/* The last unit of the three, in a post of its own. */
+	write_chain(wrs, 1);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slots[0], wrs), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, env->nr_done, 2);
+
+	ib_slot_put(slots[0]);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 9);
+	/* All three are free: a waiter for three has them at once. */
+	waiter_init(&tw, sqp, 3, 0, order, &pos);
+	ret = ib_slot_get_or_wait(&tw.w);
+	if (ret == -EAGAIN)
+		ib_slot_cancel_wait(&tw.w);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	/* Each of them is a slot of its own again. */
+	for (i = 0; i < 3; i++) {
+		KUNIT_EXPECT_EQ(test, ib_slot_room(tw.slots[i]), 3);
+		write_chain(&wrs[i], 1);
+		KUNIT_EXPECT_EQ(test, ib_slot_post(tw.slots[i], &wrs[i]), 0);
+	}
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, env->nr_done, 5);
+	put_all(&tw);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+}
+
+/*
+ * A request of @nr_wrs WRs takes the slots that hold them whatever their
+ * mix: each counted at the units of the costliest WR a chain may hold.
+ */
+static void ib_slot_nr_for_units(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool *pool;
+	struct ib_slot_cost cost;
+
+	/* Every WR one unit: a slot holds three. */
+	pool = test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 0), 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 1), 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 3), 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 4), 2);
+	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 7), 3);
+
+	/* REG_MR takes three units, and so does every WR of the count. */
+	env->fdev->bb_model = true;
+	KUNIT_ASSERT_EQ(test, ib_slot_profile_cost(&env->fdev->ibdev,
+						   &one_rkey, &cost), 0);
+	KUNIT_ASSERT_EQ(test, cost.sqes, 6);
+	pool = test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 1), 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, cost.sqes / 3), 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, cost.sqes / 3 + 1), 2);
+	/* 3 * (2^32 - 1) units, 6 a slot: no 32-bit overflow on the way. */
+	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, U32_MAX), 0x80000000U);
+}
+
+static void test_clear_ports(void *dev)
+{
+	((struct ib_device *)dev)->port_data = NULL;
+}
+
+/*
+ * rdma_rw asks the port whether it is iWARP: give the fake device, which
+ * is never registered, ports 0 and 1 of no protocol.  They are KUnit's
+ * memory, so they are taken back before the device is released.
+ */
+static void test_ports(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_port_data *ports;
+
+	ports = kunit_kcalloc(test, 2, sizeof(*ports), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, ports);
+	env->fdev->ibdev.port_data = ports;
+	test_action(test, test_clear_ports, &env->fdev->ibdev);
+}
+
+/* Slots whose lkey MR is rdma_rw's: an RDMA READ sink and two WRITEs. */
+static const struct ib_slot_profile rw_lkey = {
+	.nr_lkey_mrs = 1, .rw_mrs = true, .max_pages_per_mr = 16,
+	.max_rdma_sges = 2, .nr_sends = 1,
+};
+
+/*
+ * A pool of rdma_rw's lkey MRs allocates none, and has the QP created with
+ * an rdma_rw context per lkey MR and a Send Queue short of the slots' by
+ * what rdma_rw_init_qp() adds for those contexts: the QP then holds exactly
+ * the slots, as with the pool's own MRs.  On a device where rdma_rw does
+ * not register (a context is one WR) and on one where it does (max_sgl_rd:
+ * a REG_MR and a LOCAL_INV more, and an MR of the QP's per context).
+ */
+static void ib_slot_rw_mrs_caps(struct kunit *test)
+{
+	struct ib_slot_profile own = rw_lkey;
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr attr, mine;
+	struct ib_send_wr (*wrs)[6];
+	struct ib_slot *slots[4];
+	struct ib_slot_cost cost;
+	struct ib_slot_qp *sqp;
+	u32 nr_cqe, own_cqe, mrs, full, rw;
+	struct fake_qp *fqp;
+	int round, i;
+
+	wrs = kunit_kcalloc(test, 4, sizeof(*wrs), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, wrs);
+	test_ports(test);
+	KUNIT_ASSERT_EQ(test, ib_slot_profile_cost(&env->fdev->ibdev,
+						   &rw_lkey, &cost), 0);
+	/* LOCAL_INV, REG_MR and RDMA READ of the MR, two WRITEs, a SEND. */
+	KUNIT_ASSERT_EQ(test, cost.sqes, 6);
+	full = 4 * cost.sqes + 1;
+	own.rw_mrs = false;
+	for (round = 0; round < 2; round++) {
+		env->fdev->ibdev.attrs.max_sgl_rd = round ? 4 : 0;
+		rw = rdma_rw_max_send_wr(&env->fdev->ibdev, 1, 4, 0);
+		KUNIT_EXPECT_EQ(test, rw, round ? 3 * 4 : 4);
+
+		test_pool(test, &own, 4, IB_SLOT_NO_EXHAUST, 0);
+		mine = (struct ib_qp_init_attr){ .qp_type = IB_QPT_RC,
+						 .port_num = 1 };
+		own_cqe = 0;
+		KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 4, &mine,
+						      &own_cqe), 0);
+		KUNIT_EXPECT_EQ(test, mine.cap.max_send_wr, full);
+		KUNIT_EXPECT_EQ(test, mine.cap.max_rdma_ctxs, 0);
+
+		mrs = env->fdev->nr_mrs;
+		test_pool(test, &rw_lkey, 4, IB_SLOT_NO_EXHAUST, 0);
+		KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs);
+		attr = (struct ib_qp_init_attr){ .qp_type = IB_QPT_RC,
+						 .port_num = 1 };
+		nr_cqe = 0;
+		KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 4, &attr,
+						      &nr_cqe), 0);
+		KUNIT_EXPECT_EQ(test, attr.cap.max_rdma_ctxs, 4);
+		KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr + rw, full);
+		KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, full - rw);
+		KUNIT_EXPECT_EQ(test, nr_cqe, own_cqe);
+
+		/* rdma_rw_init_qp() adds its room: the slots' exactly. */
+		fqp = test_qp_of(test, &attr, nr_cqe);
+		KUNIT_EXPECT_EQ(test, fqp->cap, full);
+		KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs - mrs, round ? 4 : 0);
+		sqp = ib_slot_qp_attach(env->pool, env->qp[0], &attr.cap, 4);
+		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sqp);
+		test_action(test, ib_slot_qp_detach_action, sqp);
+
+		/* Every slot posts its worst case: the ring ends full. */
+		for (i = 0; i < 4; i++) {
+			slots[i] = ib_slot_get(sqp);
+			KUNIT_ASSERT_NOT_NULL(test, slots[i]);
+			KUNIT_EXPECT_EQ(test, slots[i]->nr_mrs, 0);
+			KUNIT_EXPECT_NULL(test, slots[i]->mrs);
+			write_chain(wrs[i], cost.sqes);
+			KUNIT_ASSERT_EQ(test, ib_slot_post(slots[i], wrs[i]), 0);
+		}
+		KUNIT_EXPECT_EQ(test, fqp->used, fqp->cap - 1);
+		fake_complete_all(fqp);
+		test_poll(test);
+		for (i = 0; i < 4; i++)
+			ib_slot_put(slots[i]);
+	}
 }
 
 /* An MR whose registration was flushed is invalidated before reuse. */
@@ -3339,13 +3592,7 @@ static void ib_slot_pools_share_qp(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, 4 * 3 + 2 * 1 + 1);
 	KUNIT_EXPECT_EQ(test, attr.cap.max_recv_wr, 1);
 	KUNIT_EXPECT_EQ(test, nr_cqe, 4 * 3 + 2 * 1 + 2);
-	env->cq = test_cq(test, nr_cqe);
-	attr.send_cq = env->cq;
-	attr.recv_cq = env->cq;
-	env->qp[0] = ib_create_qp(env->pd, &attr);
-	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->qp[0]);
-	test_action(test, ib_destroy_qp_action, env->qp[0]);
-	fqp = to_fqp(env->qp[0]);
+	fqp = test_qp_of(test, &attr, nr_cqe);
 	sr = ib_slot_qp_attach(reqs, env->qp[0], &attr.cap, 4);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sr);
 	test_action(test, ib_slot_qp_detach_action, sr);
@@ -3603,6 +3850,171 @@ static void ib_slot_misuse_multi_cqe_tail(struct kunit *test)
 	ib_slot_put(slot);
 }
 
+/*
+ * A slot joined to another lends it its credits: as if a post of the lead
+ * were its own, it neither posts, maps, fences nor goes back on its own,
+ * and stays held until the lead's put returns it with the lead.
+ */
+static void ib_slot_misuse_join_follower(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	struct ib_slot_pool_stats st;
+	struct ib_slot *slots[3];
+	struct scatterlist sg;
+	struct ib_slot_qp *sqp;
+	int i;
+
+	sg_init_one(&sg, env, 64);
+	test_pool(test, &one_rkey, 3, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 3);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 3, slots), 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_join(slots, 3), 0);
+
+	KUNIT_EXPECT_EQ(test, ib_slot_post(slots[1], &send), -EBUSY);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
+	KUNIT_EXPECT_EQ(test, env->fdev->posted, 0);
+	ib_slot_put(slots[2]);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 2);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 3);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_map_mr(slots[1], 0, &sg, 1, NULL,
+					     IB_ACCESS_REMOTE_READ), -EBUSY);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 3);
+	KUNIT_EXPECT_EQ(test, ib_slot_fence(slots[2], NULL, test_fenced),
+			-EBUSY);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 4);
+
+	/* The lead posts with the room of all three. */
+	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 9);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slots[0], &send), 0);
+	fake_complete_all(to_fqp(env->qp[0]));
+	test_poll(test);
+	ib_slot_put(slots[0]);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 4);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 9);
+
+	/* Back in the pool as slots of their own. */
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 3, slots), 0);
+	for (i = 0; i < 3; i++)
+		ib_slot_put(slots[i]);
+}
+
+/* Joined slots post at most their units together: beyond, nothing goes. */
+static void ib_slot_misuse_join_room(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot *slots[3];
+	struct ib_send_wr wrs[10];
+	struct ib_slot_qp *sqp;
+
+	test_pool(test, &two_writes, 3, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 3);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 3, slots), 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_join(slots, 3), 0);
+	write_chain(wrs, 10);
+	KUNIT_EXPECT_EQ(test, ib_slot_post(slots[0], wrs), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, env->fdev->posted, 0);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 9);
+
+	write_chain(wrs, 9);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slots[0], wrs), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 0);
+	fake_complete_all(to_fqp(env->qp[0]));
+	test_poll(test);
+	ib_slot_put(slots[0]);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 9);
+}
+
+/*
+ * A join is refused whole, and nothing is joined, if one of its slots is
+ * given twice, bound to another QP, not in use, joined already, or (but
+ * the lead) has posted.
+ */
+static void ib_slot_misuse_join_refused(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	struct ib_slot *s[3], *b, *c, *set[3];
+	struct ib_slot_pool_stats st;
+	struct ib_slot_qp *sa, *sb;
+
+	test_pool(test, &two_writes, 6, IB_SLOT_BACKPRESSURE, 0);
+	sa = test_qp(test, 0, 4);
+	sb = test_qp(test, 1, 2);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sa, 3, s), 0);
+	b = ib_slot_get(sb);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+
+	/* The bad slot last, behind a good one. */
+	set[0] = s[0];
+	set[1] = s[1];
+	set[2] = s[0];
+	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 3), -EINVAL);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(s[0]), 3);
+	set[2] = b;
+	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 3), -EINVAL);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 2);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(s[0]), 3);
+	/* Of the same QP, but back in the pool. */
+	c = ib_slot_get(sa);
+	KUNIT_ASSERT_NOT_NULL(test, c);
+	ib_slot_put(c);
+	set[0] = s[0];
+	set[1] = c;
+	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 2), -EINVAL);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 3);
+
+	/* s[2] posted: its credits are no longer all there to lend. */
+	KUNIT_ASSERT_EQ(test, ib_slot_post(s[2], &send), 0);
+	fake_complete_all(to_fqp(env->qp[0]));
+	test_poll(test);
+	set[1] = s[2];
+	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 2), -EINVAL);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 4);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(s[0]), 3);
+
+	/* None of the refused joins took s[1]: it joins s[0] now. */
+	set[1] = s[1];
+	KUNIT_ASSERT_EQ(test, ib_slot_join(set, 2), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(s[0]), 6);
+	/* Joined already, as a lead or as a follower. */
+	set[0] = s[2];
+	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 2), -EINVAL);
+	set[1] = s[0];
+	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 2), -EINVAL);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 6);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(s[2]), 2);
+
+	ib_slot_put(s[0]);
+	ib_slot_put(s[2]);
+	ib_slot_put(b);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sa), 12);
+}
+
+/* rdma_rw sizes its contexts by port: caps without one are refused. */
+static void ib_slot_misuse_rw_no_port(struct kunit *test)
+{
+	struct ib_qp_init_attr attr = { .qp_type = IB_QPT_RC };
+	struct ib_slot_pool *pool;
+	u32 nr_cqe = 0;
+
+	test_ports(test);
+	pool = test_pool(test, &rw_lkey, 2, IB_SLOT_NO_EXHAUST, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_caps(pool, 2, &attr, &nr_cqe),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, 0);
+	KUNIT_EXPECT_EQ(test, attr.cap.max_rdma_ctxs, 0);
+	KUNIT_EXPECT_EQ(test, nr_cqe, 0);
+}
+
 static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_no_exhaust_depth),
 	KUNIT_CASE(ib_slot_indexed_tags),
@@ -3629,6 +4041,9 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_reuse_after_flush),
 	KUNIT_CASE(ib_slot_provider_units),
 	KUNIT_CASE(ib_slot_rdma_mr_decision),
+	KUNIT_CASE(ib_slot_join_posts_once),
+	KUNIT_CASE(ib_slot_nr_for_units),
+	KUNIT_CASE(ib_slot_rw_mrs_caps),
 	KUNIT_CASE_SLOW(ib_slot_destroy_waits),
 	{}
 };
@@ -3715,6 +4130,10 @@ static struct kunit_case ib_slot_misuse_test_cases[] = {
 	KUNIT_CASE(ib_slot_misuse_tag_and_detach),
 	KUNIT_CASE_SLOW(ib_slot_misuse_get_dying),
 	KUNIT_CASE(ib_slot_misuse_multi_cqe_tail),
+	KUNIT_CASE(ib_slot_misuse_join_follower),
+	KUNIT_CASE(ib_slot_misuse_join_room),
+	KUNIT_CASE(ib_slot_misuse_join_refused),
+	KUNIT_CASE(ib_slot_misuse_rw_no_port),
 	{}
 };
 

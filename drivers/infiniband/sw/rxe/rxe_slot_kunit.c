@@ -19,6 +19,7 @@
 #include <net/addrconf.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_slot.h>
+#include <rdma/rw.h>
 
 #include "rxe_net.h"
 
@@ -306,6 +307,8 @@ static struct rsk_end *rsk_end(struct rsk_ctx *ctx, struct ib_slot_pool *pool,
 	struct ib_qp_init_attr init = {
 		.qp_type = IB_QPT_RC,
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		/* rdma_rw sizes its contexts by port. */
+		.port_num = 1,
 		.cap.max_send_wr = nr_slots,
 		.cap.max_send_sge = 1,
 		.cap.max_recv_sge = 1,
@@ -779,6 +782,234 @@ static void rsk_slot_local_inv(struct kunit *test)
 	rsk_put(ctx, ts);
 }
 
+/* A target's reply: two rdma_rw contexts of RDMA WRITE and a SEND. */
+static const struct ib_slot_profile rsk_rw_write = {
+	.max_rdma_sges = 2,
+	.nr_sends = 1,
+};
+
+/*
+ * Two rdma_rw contexts that write the halves of @src to the buffer @ts
+ * registered, chained as ib_srpt chains them on 6.12: they get no cqe,
+ * and @tail follows them.  Returns the first WR.
+ */
+static struct ib_send_wr *rsk_rw_chain(struct kunit *test, struct rsk_end *e,
+				       struct rdma_rw_ctx rw[2],
+				       struct scatterlist sg[2],
+				       struct rsk_buf *src, struct ib_slot *ts,
+				       struct ib_send_wr *tail)
+{
+	const u32 half = RSK_BUF_SIZE / 2;
+	struct ib_send_wr *first = tail;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		sg_init_one(&sg[i], src->va + i * half, half);
+		KUNIT_ASSERT_EQ(test, 1,
+				rdma_rw_ctx_init(&rw[i], e->qp, 1, &sg[i], 1, 0,
+						 ts->mrs[0].mr->iova + i * half,
+						 ib_slot_rkey(ts, 0),
+						 DMA_TO_DEVICE));
+	}
+	for (i = 1; i >= 0; i--)
+		first = rdma_rw_ctx_wrs(&rw[i], e->qp, 1, NULL, first);
+	return first;
+}
+
+static void rsk_rw_destroy(struct rsk_end *e, struct rdma_rw_ctx rw[2],
+			   struct scatterlist sg[2])
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		rdma_rw_ctx_destroy(&rw[i], e->qp, 1, &sg[i], 1, DMA_TO_DEVICE);
+}
+
+/* What rsk_poll_raw() polled. */
+struct rsk_raw {
+	int	n;
+	int	flushed;
+	int	no_cqe;		/* dropped by ib_process_cq_direct() */
+	int	slot_cqe;	/* carried a cqe of the slot asked about */
+};
+
+/*
+ * Poll @e's CQ until @want completions came, and a moment more to see that
+ * no other comes.  Each is handed to its cqe, as ib_process_cq_direct()
+ * does; unlike it, this counts those that have none, which it drops
+ * without a word when they are flushes.
+ */
+static void rsk_poll_raw(struct rsk_end *e, int want,
+			 const struct ib_slot *slot, struct rsk_raw *raw)
+{
+	unsigned long end = jiffies + RSK_TIMEOUT;
+	bool settled = false;
+	struct ib_wc wc;
+
+	memset(raw, 0, sizeof(*raw));
+	for (;;) {
+		if (ib_poll_cq(e->cq, 1, &wc) == 1) {
+			raw->n++;
+			raw->flushed += wc.status == IB_WC_WR_FLUSH_ERR;
+			raw->slot_cqe += slot && (wc.wr_cqe == &slot->cqe ||
+						  wc.wr_cqe == &slot->aux_cqe);
+			if (wc.wr_cqe)
+				wc.wr_cqe->done(e->cq, &wc);
+			else
+				raw->no_cqe++;
+			continue;
+		}
+		if (raw->n >= want) {
+			if (settled)
+				return;
+			settled = true;
+			msleep(20);
+			continue;
+		}
+		if (time_after(jiffies, end))
+			return;
+		usleep_range(200, 400);
+	}
+}
+
+/*
+ * The chain a target posts on 6.12 (ib_srpt): the WRs of its rdma_rw
+ * contexts carry no cqe, and only the SEND after them is signaled.  In a
+ * QP in error each of them is flushed with a completion of its own, which
+ * has no cqe: the CQ code drops it, and the target never learns what
+ * became of its RDMA WRITEs.  Through a slot, the same chain moves the
+ * data, and once flushed every completion is the slot's and done() runs
+ * once, with the flush.
+ */
+static void rsk_slot_rw_chain_flush(struct kunit *test)
+{
+	struct rsk_ctx *ctx = rsk_ctx_new(test);
+	struct ib_slot_pool *ip = rsk_pool(ctx, &rsk_rw_write, 1);
+	struct ib_slot_pool *tp = rsk_pool(ctx, &rsk_reg_sync, 1);
+	struct rsk_buf *src = rsk_buf(ctx, 0), *dst = rsk_buf(ctx, 0);
+	struct rsk_end *a = rsk_end(ctx, ip, 1, IB_POLL_DIRECT);
+	struct rsk_end *b = rsk_end(ctx, tp, 1, IB_POLL_DIRECT);
+	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	struct ib_send_wr *first;
+	struct rdma_rw_ctx rw[2];
+	struct scatterlist sg[2];
+	struct rsk_counter sent;
+	struct ib_slot *is, *ts;
+	struct rsk_raw raw;
+
+	rsk_connect(test, a, b);
+	rsk_pattern(src->va, RSK_BUF_SIZE, 0x5107);
+	ts = rsk_get(ctx, b);
+	rsk_map(test, ts, 0, dst, IB_ACCESS_LOCAL_WRITE |
+		IB_ACCESS_REMOTE_WRITE);
+	KUNIT_ASSERT_EQ(test, 0, ib_slot_post(ts, NULL));
+	rsk_wait_done(ctx, 1);
+
+	is = rsk_get(ctx, a);
+	first = rsk_rw_chain(test, a, rw, sg, src, ts, &send);
+	KUNIT_ASSERT_EQ(test, 0, ib_slot_post(is, first));
+	rsk_wait_done(ctx, 2);
+	rsk_rw_destroy(a, rw, sg);
+	KUNIT_EXPECT_EQ(test, 0, memcmp(src->va, dst->va, RSK_BUF_SIZE));
+	KUNIT_ASSERT_TRUE(test, rsk_wait(ctx, &b->recv.n, 1));
+	rsk_put(ctx, is);
+
+	/* In error, a's Receives flush first. */
+	rsk_set_state(test, a, IB_QPS_ERR);
+	rsk_poll_raw(a, RSK_NR_RECVS, NULL, &raw);
+	KUNIT_ASSERT_EQ(test, raw.n, RSK_NR_RECVS);
+	KUNIT_ASSERT_EQ(test, atomic_read(&a->recv.errors), RSK_NR_RECVS);
+
+	/* Stock: the SEND's completion, and two with no cqe. */
+	rsk_counter_init(&sent);
+	send.wr_cqe = &sent.cqe;
+	send.send_flags = IB_SEND_SIGNALED;
+	first = rsk_rw_chain(test, a, rw, sg, src, ts, &send);
+	KUNIT_ASSERT_EQ(test, 0, ib_post_send(a->qp, first, NULL));
+	rsk_poll_raw(a, 3, NULL, &raw);
+	rsk_rw_destroy(a, rw, sg);
+	KUNIT_EXPECT_EQ(test, raw.n, 3);
+	KUNIT_EXPECT_EQ(test, raw.flushed, 3);
+	KUNIT_EXPECT_EQ(test, raw.no_cqe, 2);
+	KUNIT_EXPECT_EQ(test, atomic_read(&sent.n), 1);
+	KUNIT_EXPECT_EQ(test, sent.last.status, IB_WC_WR_FLUSH_ERR);
+
+	/* Through a slot: every completion is the slot's, and one done(). */
+	is = rsk_get(ctx, a);
+	send = (struct ib_send_wr){ .opcode = IB_WR_SEND };
+	first = rsk_rw_chain(test, a, rw, sg, src, ts, &send);
+	KUNIT_ASSERT_EQ(test, 0, ib_slot_post(is, first));
+	rsk_poll_raw(a, 3, is, &raw);
+	rsk_rw_destroy(a, rw, sg);
+	KUNIT_EXPECT_EQ(test, raw.n, 3);
+	KUNIT_EXPECT_EQ(test, raw.flushed, 3);
+	KUNIT_EXPECT_EQ(test, raw.no_cqe, 0);
+	KUNIT_EXPECT_EQ(test, raw.slot_cqe, 3);
+	KUNIT_EXPECT_EQ(test, atomic_read(&ctx->dones), 3);
+	KUNIT_EXPECT_EQ(test, atomic_read(&ctx->done_errors), 1);
+	KUNIT_EXPECT_EQ(test, ctx->last_status, IB_WC_WR_FLUSH_ERR);
+	rsk_put(ctx, is);
+}
+
+/*
+ * Slots whose lkey MR is rdma_rw's, on rxe: RoCE without max_sgl_rd, so
+ * rdma_rw registers nothing there, and 256 entries move as RDMA WRs of
+ * the QP's SGE limit.  The pool allocates no MR; the QP is created with an
+ * rdma_rw context per slot and, once rdma_rw added its room for them, the
+ * Send Queue the slots need.  Six slots of five units and the drain's
+ * make 31, a size of rxe's rings: one WR more would double it.
+ */
+static void rsk_slot_rw_qp_caps(struct kunit *test)
+{
+	static const struct ib_slot_profile rw = {
+		.nr_lkey_mrs = 1,
+		.rw_mrs = true,
+		.max_pages_per_mr = RSK_PAGES,
+		.max_rdma_sges = 1,
+		.nr_sends = 1,
+	};
+	struct rsk_ctx *ctx = rsk_ctx_new(test);
+	struct ib_slot_pool *pool = rsk_pool(ctx, &rw, 6);
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_RC,
+		.port_num = 1,
+		.cap.max_send_sge = 1,
+		.cap.max_recv_sge = 1,
+	};
+	struct ib_slot_cost cost;
+	struct ib_slot *slot;
+	struct rsk_end *a;
+	u32 nr_cqe = 0, mrs;
+
+	KUNIT_EXPECT_EQ(test, rdma_rw_mr_pages(rsk.dev, 1), 0);
+	KUNIT_ASSERT_EQ(test, 0, ib_slot_profile_cost(rsk.dev, &rw, &cost));
+	/* LOCAL_INV, REG_MR and RDMA READ of the MR, an RDMA WR, a SEND. */
+	KUNIT_ASSERT_EQ(test, cost.sqes, 5);
+	KUNIT_ASSERT_EQ(test, 0, ib_slot_qp_caps(pool, 6, &init, &nr_cqe));
+	KUNIT_EXPECT_EQ(test, init.cap.max_rdma_ctxs, 6);
+	KUNIT_EXPECT_EQ(test, init.cap.max_send_wr +
+			rdma_rw_max_send_wr(rsk.dev, 1, 6, 0),
+			6 * cost.sqes + 1);
+
+	a = rsk_end(ctx, pool, 6, IB_POLL_DIRECT);
+	KUNIT_EXPECT_EQ(test, a->cap.max_send_wr, 6 * cost.sqes + 1);
+	KUNIT_EXPECT_TRUE(test, list_empty(&a->qp->rdma_mrs));
+	slot = rsk_get(ctx, a);
+	KUNIT_EXPECT_EQ(test, slot->nr_mrs, 0);
+	rsk_put(ctx, slot);
+
+	mrs = 1;
+	KUNIT_EXPECT_EQ(test, rdma_rw_max_wrs(a->qp, 1, 256, DMA_TO_DEVICE,
+					      &mrs),
+			DIV_ROUND_UP(256, a->qp->max_write_sge));
+	KUNIT_EXPECT_EQ(test, mrs, 0);
+	mrs = 1;
+	KUNIT_EXPECT_EQ(test, rdma_rw_max_wrs(a->qp, 1, 256, DMA_FROM_DEVICE,
+					      &mrs),
+			DIV_ROUND_UP(256, a->qp->max_read_sge));
+	KUNIT_EXPECT_EQ(test, mrs, 0);
+}
+
 /* Load on a back-pressure pool */
 
 #define RSK_LOAD_REQS	1000
@@ -1048,6 +1279,8 @@ static struct kunit_case rsk_cases[] = {
 	KUNIT_CASE(rsk_slot_drain_full),
 	KUNIT_CASE(rsk_slot_round_trip),
 	KUNIT_CASE(rsk_slot_local_inv),
+	KUNIT_CASE(rsk_slot_rw_chain_flush),
+	KUNIT_CASE(rsk_slot_rw_qp_caps),
 	KUNIT_CASE_SLOW(rsk_slot_backpressure_load),
 	{}
 };
