@@ -11,7 +11,8 @@
 #         ULPs accept (srpt srp_sq_size=16, ib_srp queue_size=16; nfsd 4
 #         credits and 1 outbound RDMA READ; with CONFIG_SUNRPC_DEBUG also
 #         the NFS client's 4 RPC slots and 1 KiB inline thresholds, so that
-#         every 4 KiB payload goes through an MR)
+#         every 4 KiB payload goes through an MR; where ib_srpt pools its
+#         Send Queue room, a pool of 8 command slots)
 . "${0%/*}/../guest/lib.sh"
 MODE=${1:-normal} FIO_RT=${2:-10} SIZE_MB=${3:-16}
 IFS=: read -r -a QDS <<< "${4:-1:16}"
@@ -19,8 +20,8 @@ MNT=/tmp/mnt
 STATS=/tmp/stats.txt
 
 case $MODE in
-normal) srp_attr=() srp_opts= ;;
-constrained) srp_attr=(srp_sq_size=16) srp_opts=queue_size=16 ;;
+normal) srp_attr=() srp_opts= srpt_slots= ;;
+constrained) srp_attr=(srp_sq_size=16) srp_opts=queue_size=16 srpt_slots=8 ;;
 *) fail "unknown mode $MODE" ;;
 esac
 
@@ -53,10 +54,23 @@ rxe_setup || fail "rxe setup"
 if grep -q ' ib_slot_get' /proc/kallsyms; then record ib_slot yes; else record ib_slot no; fi
 
 step "SRP ($MODE)"
+# Only the series' ib_srpt has the parameter.
+if [ -n "$srpt_slots" ] && modinfo -p ib_srpt | grep -q '^srpt_slots:'; then
+	modprobe ib_srpt srpt_slots=$srpt_slots || fail "modprobe ib_srpt"
+	record srpt.slots "$srpt_slots"
+fi
 srp_target_up "${srp_attr[@]}"
 srp_login "$srp_opts"
 for qd in "${QDS[@]}"; do
 	fio_job "srp-qd$qd" "$DISK" "$qd"
+done
+# The series' ib_srpt: did its command pool apply back-pressure?
+[ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
+for d in "$SLOT_DEBUGFS"/srpt-[0-9]*; do
+	[ -d "$d" ] || continue
+	for k in waits resumed exhausted misuse; do
+		record "srpt.$k" "$(slot_stat "$d" $k)"
+	done
 done
 dev=/sys/block/${DISK#/dev/}/device
 record srp.ioerr_cnt $(( $(cat "$dev/ioerr_cnt") ))
