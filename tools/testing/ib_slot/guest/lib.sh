@@ -201,8 +201,22 @@ srp_login() {
 	local t
 	t=$(now)
 	modprobe ib_srp || fail "modprobe ib_srp"
-	srp_add_target "$SRP_ADDR" "$1" || fail "SRP login to $SRP_ADDR"
+	srp_add_target "$SRP_ADDR" "$1" || { srp_login_diag; fail "SRP login to $SRP_ADDR"; }
 	log "login and SCSI scan: $(since "$t") s, disk $DISK ($(( $(cat "/sys/block/${DISK#/dev/}/size") / 2048 )) MiB)"
+}
+
+# srp_login_diag: what a failed login or SCSI scan leaves to see: the
+# logins, the RDMA QPs, ib_srpt's and ib_srp's ib_slot pools, the end of
+# the kernel log.
+srp_login_diag() {
+	local d
+	srp_diag
+	rdma resource show qp
+	[ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
+	for d in "$SLOT_DEBUGFS"/srp*; do
+		[ -e "$d/stats" ] && { echo "--- $d/stats"; cat "$d/stats"; }
+	done
+	dmesg | tail -n 30
 }
 
 # srp_add_target <address> [option,...]: one more login (ib_srp loaded) to
@@ -533,6 +547,85 @@ srp_pools_check() {
 		n=$((n + 1))
 	done
 	log "ib_slot pools of ib_srp: $n checked (in_use 0, misuse 0 expected)"
+}
+
+# srpt_pools [tmr]: the debugfs directories of ib_srpt's ib_slot pools, one
+# a line.  ib_srpt has two per RDMA device, shared by all the channels of
+# the device: the command pool (srpt-<id>, srpt_slots slots) and, with
+# "tmr", the task management pool (srpt-tmr-<id>).
+srpt_pools() {
+	local d
+	if [ "${1:-}" = tmr ]; then
+		for d in "$SLOT_DEBUGFS"/srpt-tmr-*; do
+			[ -d "$d" ] && echo "$d"
+		done
+	else
+		for d in "$SLOT_DEBUGFS"/srpt-[0-9]*; do
+			[ -d "$d" ] && echo "$d"
+		done
+	fi
+}
+
+# srpt_pools_sum <field> [tmr]: that field of ib_srpt's command (or task
+# management) pools, summed over the devices.
+srpt_pools_sum() {
+	local d n=0 v
+	for d in $(srpt_pools "${2:-}"); do
+		v=$(slot_stat "$d" "$1") && n=$((n + v))
+	done
+	echo $n
+}
+
+# shellcheck disable=SC2317 # called through wait_for
+srpt_pools_idle() {
+	local d
+	for d in $(srpt_pools) $(srpt_pools tmr); do
+		[ "$(slot_stat "$d" in_use)" = 0 ] || return 1
+		[ "$(slot_stat "$d" waiters)" = 0 ] || return 1
+	done
+}
+
+# srpt_pools_check: after the I/O stopped: ib_srpt has its command and task
+# management pools, and within 10 s every one has all its slots back
+# (in_use 0) and no waiter; none saw misuse, and none had more slots out
+# than it has (high_water <= size).  Shows each pool's stats; what is
+# wrong adds a word to $bad.
+srpt_pools_check() {
+	local d u w m hw sz
+	[ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
+	if [ -z "$(srpt_pools)" ] || [ -z "$(srpt_pools tmr)" ]; then
+		log "no ib_slot command or task management pool of ib_srpt in $SLOT_DEBUGFS"
+		bad+=" no-srpt-ib_slot-pool"
+		return 1
+	fi
+	wait_for 10 srpt_pools_idle || log "ib_srpt's pools not idle after 10 s"
+	for d in $(srpt_pools) $(srpt_pools tmr); do
+		echo "--- $d/stats"
+		cat "$d/stats" || { bad+=" pool-${d##*/}-vanished"; continue; }
+		u=$(slot_stat "$d" in_use)
+		w=$(slot_stat "$d" waiters)
+		m=$(slot_stat "$d" misuse)
+		hw=$(slot_stat "$d" high_water)
+		sz=$(slot_stat "$d" size)
+		[ "$u" = 0 ] || bad+=" pool-${d##*/}-in_use=$u"
+		[ "$w" = 0 ] || bad+=" pool-${d##*/}-waiters=$w"
+		[ "$m" = 0 ] || bad+=" pool-${d##*/}-misuse=$m"
+		[ "$hw" -le "$sz" ] || bad+=" pool-${d##*/}-high_water=$hw-of-$sz"
+	done
+	log "ib_slot pools of ib_srpt: $(srpt_pools | wc -l) command and" \
+		"$(srpt_pools tmr | wc -l) task management pools checked" \
+		"(in_use 0, waiters 0, misuse 0 expected)"
+}
+
+# srpt_no_sq_full_check: ib_srpt never found its Send Queue full (stock
+# ib_srpt then dropped the response: "IB send queue full") nor a command
+# larger than a channel's slots; otherwise adds a word to $bad.
+srpt_no_sq_full_check() {
+	local n
+	n=$(dmesg | grep -c -i 'send queue full')
+	[ "$n" = 0 ] || { log "\"send queue full\" $n times"; bad+=" send-queue-full-$n-times"; }
+	n=$(dmesg_count 'needs [0-9]+ slots, the channel holds')
+	[ "$n" = 0 ] || { log "commands too large for a channel: $n"; bad+=" $n-commands-over-channel-slots"; }
 }
 
 # srp_scsi_errs_mark <disk>...: take the SCSI error counters of those
