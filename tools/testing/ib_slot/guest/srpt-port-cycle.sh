@@ -21,9 +21,9 @@
 # task management pools: all slots back (in_use 0), no waiter, no
 # misuse; the channels each disable closed released (their QPs off the
 # pools) within 20 s of the reconnect; in phase 2 the command pool made
-# commands wait, and some were waiting at each disable.  A phase that
-# leaves slots held or closed channels ends the test there (the teardown
-# would wait for those sessions for good).  Phase 3: the delete returns,
+# commands wait, and some were waiting at each disable.  A closed channel
+# kept, or slots held after a phase, ends the test there (the sessions
+# would hold up the teardown for good).  Phase 3: the delete returns,
 # the login and its disk go, fio ends, the pools of the removed device
 # are gone (those of the devices left stay); then ib_srpt unloads and no
 # pool of it is left.  pass() fails the test on any kernel warning.
@@ -84,7 +84,7 @@ closed_released() {
 # later enable it again, and wait until ib_srp has reconnected and its
 # remote port runs.
 cycles() {
-	local label=$1 i rc0 io0 t
+	local label=$1 i rc0 io0 t p
 	for ((i = 1; i <= CYCLES; i++)); do
 		io0=$(disk_ios "$DISK")
 		wait_for 30 disk_moving "$DISK" $((io0 + 100)) || bad+=" $label-no-io-before-cycle-$i"
@@ -108,9 +108,16 @@ cycles() {
 			bad+=" $label-cycle-$i-no-reconnect"
 		fi
 		if ! wait_for 20 closed_released; then
+			# Their sessions would hold up everything after
+			# (the teardown for good): stop here.
 			log "$label: cycle $i: channels closed by the disable not released 20 s later;" \
 				"ib_srpt's channels: $(srpt_channels | tr '\n' ';')"
-			bad+=" $label-cycle-$i-closed-channels-kept"
+			for p in $(srpt_pools) $(srpt_pools tmr); do
+				echo "--- $p/stats"
+				cat "$p/stats"
+			done
+			echo w > /proc/sysrq-trigger
+			fail "${bad:+${bad# } }$label-cycle-$i-closed-channels-kept (stopped there)"
 		fi
 	done
 	# The I/O goes on after the last reconnect.

@@ -87,6 +87,8 @@ if [ -n "${IB_SLOT_SCRIPT:-}" ]; then
 	dmesg > /run/out/dmesg.txt 2>/dev/null
 	sync
 	echo "IB_SLOT_EXIT=$rc"
+	# The reset would drop what the serial port has not sent yet.
+	sleep 1
 else
 	up "shell ready (leave the shell to stop the VM)"
 	setsid -c bash -l < /dev/ttyS0 > /dev/ttyS0 2>&1
