@@ -617,6 +617,15 @@ srpt_pools_check() {
 		"(in_use 0, waiters 0, misuse 0 expected)"
 }
 
+# srpt_down_check: srp_down, then no pool of ib_srpt may be left (it
+# unloaded); otherwise adds a word to $bad.
+srpt_down_check() {
+	local left
+	srp_down
+	left=$(srpt_pools; srpt_pools tmr)
+	[ -z "$left" ] || { log "pools left: ${left//$'\n'/ }"; bad+=" srpt-pools-left"; }
+}
+
 # srpt_no_sq_full_check: ib_srpt never found its Send Queue full (stock
 # ib_srpt then dropped the response: "IB send queue full") nor a command
 # larger than a channel's slots; otherwise adds a word to $bad.

@@ -277,9 +277,7 @@ srp_no_abort_check
 srpt_no_sq_full_check
 
 step teardown
-srp_down
-left=$(srpt_pools; srpt_pools tmr)
-[ -z "$left" ] || { log "pools left: ${left//$'\n'/ }"; bad+=" srpt-pools-left"; }
+srpt_down_check
 timed "$SRP_TRANSPORT teardown" rdma_link_teardown || bad+=" $SRP_TRANSPORT-teardown"
 
 [ -z "$bad" ] || fail "${bad# }"
