@@ -32,8 +32,12 @@ T0=$(now)
 
 say "static checks: checkpatch --strict, kernel-doc -Wall"
 cd "$SRC" || die "no tree at $SRC"
+# Without git history checkpatch cannot look a Fixes: commit up and calls
+# every one unknown.
+cp_opts=(--strict -q)
+[ -d .git ] || cp_opts+=(--ignore UNKNOWN_COMMIT_ID)
 for p in $(series); do
-	o=$(scripts/checkpatch.pl --strict -q "patches/$p" 2>&1)
+	o=$(scripts/checkpatch.pl "${cp_opts[@]}" "patches/$p" 2>&1)
 	verdict $? "checkpatch/$p" "$(grep -cE '^(ERROR|WARNING|CHECK)' <<<"$o") issues"
 	[ -z "$o" ] || echo "$o" | head -20
 done
