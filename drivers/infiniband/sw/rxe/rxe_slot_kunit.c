@@ -464,6 +464,19 @@ static void rsk_wait_done(struct rsk_ctx *ctx, int want)
 			      want);
 }
 
+/* A slot of @e whose MR 0 exposes @dst to the peer's RDMA WRITE, registered */
+static struct ib_slot *rsk_expose(struct rsk_ctx *ctx, struct rsk_end *e,
+				  struct rsk_buf *dst)
+{
+	struct ib_slot *slot = rsk_get(ctx, e);
+
+	rsk_map(ctx->test, slot, 0, dst, IB_ACCESS_LOCAL_WRITE |
+		IB_ACCESS_REMOTE_WRITE);
+	KUNIT_ASSERT_EQ(ctx->test, 0, ib_slot_post(slot, NULL));
+	rsk_wait_done(ctx, atomic_read(&ctx->dones) + 1);
+	return slot;
+}
+
 /*
  * The hook's capacity is exact: with the QP held in SQD nothing drains,
  * the WR after the granted cap.max_send_wr is refused, and moving the QP
@@ -758,11 +771,7 @@ static void rsk_slot_local_inv(struct kunit *test)
 	rsk_counter_init(&wrote);
 	rsk_pattern(src->va, RSK_BUF_SIZE, 7);
 
-	ts = rsk_get(ctx, b);
-	rsk_map(test, ts, 0, dst, IB_ACCESS_LOCAL_WRITE |
-		IB_ACCESS_REMOTE_WRITE);
-	KUNIT_ASSERT_EQ(test, 0, ib_slot_post(ts, NULL));
-	rsk_wait_done(ctx, 1);
+	ts = rsk_expose(ctx, b, dst);
 
 	rsk_rdma_wr(&rdma, IB_WR_RDMA_WRITE, &sge, ts);
 	KUNIT_ASSERT_EQ(test, 0, ib_post_send(a->qp, &rdma.wr, NULL));
@@ -899,11 +908,7 @@ static void rsk_slot_rw_chain_flush(struct kunit *test)
 
 	rsk_connect(test, a, b);
 	rsk_pattern(src->va, RSK_BUF_SIZE, 0x5107);
-	ts = rsk_get(ctx, b);
-	rsk_map(test, ts, 0, dst, IB_ACCESS_LOCAL_WRITE |
-		IB_ACCESS_REMOTE_WRITE);
-	KUNIT_ASSERT_EQ(test, 0, ib_slot_post(ts, NULL));
-	rsk_wait_done(ctx, 1);
+	ts = rsk_expose(ctx, b, dst);
 
 	is = rsk_get(ctx, a);
 	first = rsk_rw_chain(test, a, rw, sg, src, ts, &send);

@@ -317,6 +317,34 @@ srp_lio_disk() {
 # shellcheck disable=SC2317 # called through wait_for
 srp_no_lio_disk() { ! srp_lio_disk; }
 
+# shellcheck disable=SC2317 # called through wait_for
+srp_gone() {
+	[ -z "$(srp_hosts)" ] && [ ! -e "/sys/class/scsi_host/$SRP_HOST" ] && srp_no_lio_disk
+}
+
+# shellcheck disable=SC2317 # called through wait_for
+_pid_gone() { ! kill -0 "$1" 2>/dev/null; }
+
+# srp_link_delete: "rdma link delete $IBDEV" under the SRP login.  The
+# delete must return within 60 s (otherwise the blocked tasks go to the
+# kernel log and the test fails there) and succeed, and the login with its
+# disk must be gone 30 s later; what does not adds a word to $bad.  Sets
+# LINK_DEL_T to the time the delete started.
+srp_link_delete() {
+	local pid
+	LINK_DEL_T=$(now)
+	rdma link delete "$IBDEV" &
+	pid=$!
+	if wait_for 60 _pid_gone "$pid"; then
+		wait "$pid" || bad+=" rdma-link-delete-failed"
+		log "rdma link delete $IBDEV: $(since "$LINK_DEL_T") s"
+	else
+		echo w > /proc/sysrq-trigger
+		fail "rdma link delete $IBDEV still running after 60 s"
+	fi
+	wait_for 30 srp_gone || bad+=" srp-login-stays"
+}
+
 # srp_down: log out, remove the target and unload SRP and LIO; each step
 # that fails adds a word to $bad.  LUNs and ACLs that a test added (see
 # srp_lun_add, srp_acl_add) go too.

@@ -8,14 +8,6 @@
 # ib_srp, ib_srpt and the RDMA stack unload.
 . "${0%/*}/lib.sh"
 
-# shellcheck disable=SC2317 # called through wait_for
-srp_gone() {
-	[ -z "$(srp_hosts)" ] && [ ! -e "/sys/class/scsi_host/$SRP_HOST" ] && srp_no_lio_disk
-}
-
-# shellcheck disable=SC2317 # called through wait_for
-link_deleted() { ! kill -0 "$DEL_PID" 2>/dev/null; }
-
 srp_up
 bad=
 dd_verify "$DISK" 128 8 || bad+=" data-before-delete"
@@ -27,18 +19,8 @@ fio_start linkdel --name=linkdel --filename="$DISK" --size=64m "${FIO_VERIFY[@]}
 	--runtime=600 --time_based
 sleep 3
 fio_running linkdel || bad+=" fio-ended-early"
-t=$(now)
-rdma link delete "$IBDEV" &
-DEL_PID=$!
-if wait_for 60 link_deleted; then
-	wait "$DEL_PID" || bad+=" rdma-link-delete-failed"
-	log "rdma link delete $IBDEV: $(since "$t") s"
-else
-	echo w > /proc/sysrq-trigger
-	fail "rdma link delete $IBDEV still running after 60 s"
-fi
-wait_for 30 srp_gone || bad+=" srp-login-stays"
-log "SRP login gone $(since "$t") s after the delete; remote ports left:" \
+srp_link_delete
+log "SRP login gone $(since "$LINK_DEL_T") s after the delete; remote ports left:" \
 	"$(srp_hosts | wc -l), SCSI disks of LIO left: $(srp_lio_disk && echo "$DISK" || echo none)"
 [ -e "/sys/class/infiniband/$IBDEV" ] && bad+=" $IBDEV-still-registered"
 if wait_for 60 fio_done linkdel; then

@@ -35,14 +35,6 @@ MAX_SECT=16384		# sectors: 8 MiB
 # shellcheck disable=SC2317 # called through wait_for
 reconnected() { [ "$(srp_reconnects)" -gt "$1" ]; }
 
-# shellcheck disable=SC2317 # called through wait_for
-srp_gone() {
-	[ -z "$(srp_hosts)" ] && [ ! -e "/sys/class/scsi_host/$SRP_HOST" ] && srp_no_lio_disk
-}
-
-# shellcheck disable=SC2317 # called through wait_for
-link_deleted() { ! kill -0 "$DEL_PID" 2>/dev/null; }
-
 # srpt_figures: what ib_srpt's command pools counted so far.
 srpt_figures() {
 	echo "waits $(srpt_pools_sum waits), resumed $(srpt_pools_sum resumed)," \
@@ -245,18 +237,8 @@ ntmr=$(srpt_pools tmr | wc -l)
 fio_io p3
 wait_for 20 srpt_waiting || bad+=" p3-no-waiter"
 log "delete with $(srpt_pools_sum waiters) command(s) waiting for slots"
-t=$(now)
-rdma link delete "$IBDEV" &
-DEL_PID=$!
-if wait_for 60 link_deleted; then
-	wait "$DEL_PID" || bad+=" rdma-link-delete-failed"
-	log "rdma link delete $IBDEV: $(since "$t") s"
-else
-	echo w > /proc/sysrq-trigger
-	fail "rdma link delete $IBDEV still running after 60 s"
-fi
-wait_for 30 srp_gone || bad+=" srp-login-stays"
-log "SRP login gone $(since "$t") s after the delete"
+srp_link_delete
+log "SRP login gone $(since "$LINK_DEL_T") s after the delete"
 for j in p3s p3l; do
 	if wait_for 60 fio_done $j; then
 		# fio's errors are expected: its disk vanished under it.
