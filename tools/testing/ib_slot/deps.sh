@@ -5,7 +5,7 @@ set -e
 PKGS=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
       dwarves cpio kmod ccache quilt git python3 qemu-system-x86 qemu-utils
       rdma-core ibverbs-utils rdmacm-utils perftest fio iproute2
-      nfs-kernel-server nfs-common rpcbind targetcli-fb sg3-utils
+      nfs-kernel-server nfs-common nfs4-acl-tools rpcbind targetcli-fb sg3-utils
       gnuplot-nox xz-utils lz4 python3-ply python3-git bash-builtins
       dmsetup e2fsprogs)
 missing=()

@@ -325,12 +325,11 @@ srp_gone() {
 # shellcheck disable=SC2317 # called through wait_for
 _pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 
-# srp_link_delete: "rdma link delete $IBDEV" under the SRP login.  The
-# delete must return within 60 s (otherwise the blocked tasks go to the
-# kernel log and the test fails there) and succeed, and the login with its
-# disk must be gone 30 s later; what does not adds a word to $bad.  Sets
-# LINK_DEL_T to the time the delete started.
-srp_link_delete() {
+# link_delete: "rdma link delete $IBDEV", which must return within 60 s
+# (otherwise the blocked tasks go to the kernel log and the test fails
+# there) and succeed; if it fails, a word goes to $bad.  Sets LINK_DEL_T to
+# the time the delete started.
+link_delete() {
 	local pid
 	LINK_DEL_T=$(now)
 	rdma link delete "$IBDEV" &
@@ -342,6 +341,18 @@ srp_link_delete() {
 		echo w > /proc/sysrq-trigger
 		fail "rdma link delete $IBDEV still running after 60 s"
 	fi
+}
+
+# link_readd: $IBDEV added again after link_delete, active within 10 s.
+link_readd() {
+	rdma link add "$IBDEV" type "$SRP_TRANSPORT" netdev "$NETDEV" &&
+		wait_for 10 dev_active "$IBDEV"
+}
+
+# srp_link_delete: link_delete under the SRP login, which must be gone
+# with its disk 30 s later; if not, a word goes to $bad.
+srp_link_delete() {
+	link_delete
 	wait_for 30 srp_gone || bad+=" srp-login-stays"
 }
 
@@ -452,9 +463,10 @@ srp_lun_del() {
 
 # ---- the RDMA devices of the SRP tests: soft-RoCE or soft-iWARP ----
 # SRP_TRANSPORT (rxe, siw) is an environment variable of the guest: a kernel
-# argument, e.g. vmtest.sh with VM_ARGS=SRP_TRANSPORT=siw.  Either way the
-# target and the initiator use one device, $IBDEV on $NETDEV, and the
-# initiator logs in to an address of its own, $SRP_ADDR.
+# argument, e.g. vmtest.sh with VM_ARGS=SRP_TRANSPORT=siw; the NFS tests
+# take it too.  Either way the target and the initiator use one device,
+# $IBDEV on $NETDEV, and the initiator logs in to an address of its own,
+# $SRP_ADDR (the NFS client mounts from it, see nfs_server).
 #   rxe (default): rxe0, IPv4.
 #   siw: siw0, and siwlo on lo: siw binds a listener on the wildcard
 #       address (ib_srpt's RDMA/CM listener) to its netdev, and a TCP
@@ -522,14 +534,18 @@ rdma_link_teardown() {
 # ---- checks of the SRP tests ----
 SLOT_DEBUGFS=/sys/kernel/debug/ib_slot
 
-# srp_pools: the debugfs directories of ib_srp's ib_slot pools (srp-<id>,
-# one per RDMA channel; a reconnect makes new ones), one a line.
-srp_pools() {
+# slot_pools <name>: the debugfs directories of the ib_slot pools named
+# <name>-<id>, one a line.
+slot_pools() {
 	local d
-	for d in "$SLOT_DEBUGFS"/srp-*; do
+	for d in "$SLOT_DEBUGFS/$1"-*; do
 		[ -d "$d" ] && echo "$d"
 	done
 }
+
+# srp_pools: ib_srp's pools (one per RDMA channel; a reconnect makes new
+# ones).
+srp_pools() { slot_pools srp; }
 
 # stat_field <file> <field>: the value of the "<field>: <value>" line of a
 # debugfs stats file.
@@ -888,6 +904,22 @@ fio_run() { fio_start "$@"; fio_wait "$1"; }
 NFS_EXPORT=/tmp/export
 NFS_PIDS=()
 
+# nfs_server: the server part of an NFS mount's device, $SRP_ADDR.
+# nfs_netid: the mount's "proto=" for that address.
+nfs_server() {
+	case $SRP_ADDR in
+	*:*) echo "[$SRP_ADDR]" ;;
+	*) echo "$SRP_ADDR" ;;
+	esac
+}
+
+nfs_netid() {
+	case $SRP_ADDR in
+	*:*) echo rdma6 ;;
+	*) echo rdma ;;
+	esac
+}
+
 # nfsd_up: rpcrdma, rpcbind, rpc.mountd and nfsd with an RDMA listener on
 # port 20049, exporting a tmpfs at $NFS_EXPORT.  Fails the test on error.
 nfsd_up() {
@@ -932,4 +964,70 @@ nfsd_down() {
 	NFS_PIDS=()
 	umount /var/lib/nfs/rpc_pipefs
 	timed "unload rpcrdma" unload rpcrdma || bad+=" rpcrdma-unload"
+}
+
+# svcrdma_pools: svcrdma's pools, one per connection.
+svcrdma_pools() { slot_pools svcrdma; }
+
+# svcrdma_sum <field>: that field of svcrdma's pools, summed.
+svcrdma_sum() {
+	local d n=0 v
+	for d in $(svcrdma_pools); do
+		v=$(slot_stat "$d" "$1") && n=$((n + v))
+	done
+	echo $n
+}
+
+# shellcheck disable=SC2317 # called through wait_for
+svcrdma_idle() {
+	[ "$(svcrdma_sum in_use)" = 0 ] && [ "$(svcrdma_sum waiters)" = 0 ]
+}
+
+# shellcheck disable=SC2317 # called through wait_for
+no_svcrdma_pool() { [ -z "$(svcrdma_pools)" ]; }
+
+# svcrdma_pools_check: svcrdma's pools have every slot back, nobody
+# waiting and no misuse; shows their stats, what is wrong adds a word to
+# $bad.
+svcrdma_pools_check() {
+	local d
+	wait_for 10 svcrdma_idle || log "svcrdma's pools not idle after 10 s"
+	for d in $(svcrdma_pools); do
+		echo "--- $d/stats"
+		cat "$d/stats"
+	done
+	log "svcrdma's pools: waits $(svcrdma_sum waits), resumed $(svcrdma_sum resumed)," \
+		"exhausted $(svcrdma_sum exhausted), in_use $(svcrdma_sum in_use)," \
+		"misuse $(svcrdma_sum misuse)"
+	[ "$(svcrdma_sum in_use)" = 0 ] || bad+=" in_use-$(svcrdma_sum in_use)"
+	[ "$(svcrdma_sum waiters)" = 0 ] || bad+=" waiters-$(svcrdma_sum waiters)"
+	[ "$(svcrdma_sum misuse)" = 0 ] || bad+=" misuse-$(svcrdma_sum misuse)"
+}
+
+# rdma_xprt_stat <mount point> <field>: a field of its "xprt: rdma"
+# mountstats line, counted from 1 after "rdma": 3 connect_count,
+# 11 read chunks, 12 write chunks, 13 reply chunks, 19 failed marshals.
+rdma_xprt_stat() {
+	awk -v m="$1" -v f="$2" '
+		$1 == "device" { on = ($5 == m) }
+		on && $1 == "xprt:" && $2 == "rdma" { print $(f + 2); exit }' /proc/self/mountstats
+}
+
+# mount_rpc_check <mount point>: its RDMA transport connected once, and no
+# RPC was retransmitted or timed out (mountstats); otherwise adds words to
+# $bad.
+mount_rpc_check() {
+	local st conn retrans tmo
+	st=$(awk -v m="$1" '
+		$1 == "device" { on = ($5 == m) }
+		on && $1 == "xprt:" && $2 == "rdma" { conn = $5 }
+		on && /^[ \t]+[A-Z_0-9]+:/ && NF >= 4 && $2 ~ /^[0-9]+$/ {
+			retrans += $3 - $2; tmo += $4
+		}
+		END { print conn + 0, retrans + 0, tmo + 0 }' /proc/self/mountstats)
+	read -r conn retrans tmo <<< "$st"
+	log "$1: connect_count $conn, retransmissions $retrans, timeouts $tmo"
+	[ "$conn" = 1 ] || bad+=" ${1##*/}:connect_count=$conn"
+	[ "$retrans" = 0 ] || bad+=" ${1##*/}:retrans=$retrans"
+	[ "$tmo" = 0 ] || bad+=" ${1##*/}:timeouts=$tmo"
 }
