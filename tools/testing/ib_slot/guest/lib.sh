@@ -325,6 +325,14 @@ srp_gone() {
 # shellcheck disable=SC2317 # called through wait_for
 _pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 
+# link_up: rdma_link_setup as a step of its own, with debugfs mounted;
+# fails the test if the device does not come up.
+link_up() {
+	step "$SRP_TRANSPORT on $NETDEV"
+	rdma_link_setup || fail "$SRP_TRANSPORT setup"
+	[ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
+}
+
 # link_delete: "rdma link delete $IBDEV", which must return within 60 s
 # (otherwise the blocked tasks go to the kernel log and the test fails
 # there) and succeed; if it fails, a word goes to $bad.  Sets LINK_DEL_T to
@@ -1003,6 +1011,17 @@ svcrdma_pools_check() {
 	[ "$(svcrdma_sum waiters)" = 0 ] || bad+=" waiters-$(svcrdma_sum waiters)"
 	[ "$(svcrdma_sum misuse)" = 0 ] || bad+=" misuse-$(svcrdma_sum misuse)"
 }
+
+# nfs_ops <mount point>: the READs and WRITEs it completed so far.
+nfs_ops() {
+	awk -v m="$1" '
+		$1 == "device" { on = ($5 == m) }
+		on && ($1 == "READ:" || $1 == "WRITE:") { n += $2 }
+		END { print n + 0 }' /proc/self/mountstats
+}
+
+# shellcheck disable=SC2317 # called through wait_for
+nfs_ops_moving() { [ "$(nfs_ops "$1")" -gt "$2" ]; }
 
 # rdma_xprt_stat <mount point> <field>: a field of its "xprt: rdma"
 # mountstats line, counted from 1 after "rdma": 3 connect_count,

@@ -145,9 +145,7 @@ checks() {
 }
 
 bad=
-step "$SRP_TRANSPORT on $NETDEV"
-rdma_link_setup || fail "$SRP_TRANSPORT setup"
-[ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
+link_up
 
 # ---- phase 1: default srpt_slots ----
 step "phase 1: ib_srpt target, default srpt_slots"

@@ -25,9 +25,7 @@ FIO_RT=${FIO_RT:-10}
 sq_starve() { cat /proc/sys/sunrpc/svc_rdma/rdma_stat_sq_starve; }
 
 bad=
-step "$SRP_TRANSPORT on $NETDEV"
-rdma_link_setup || fail "$SRP_TRANSPORT setup"
-[ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
+link_up
 
 step "nfsd over RDMA, svcrdma max_slots $SLOTS, $THREADS threads"
 modprobe rpcrdma || fail "modprobe rpcrdma"

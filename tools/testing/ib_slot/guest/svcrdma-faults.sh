@@ -24,24 +24,12 @@ MNT=/tmp/mnt-v3
 FIO_RT=600
 export FIO_WAIT_MAX=60
 
-# nfs_ops: RPCs the mount completed so far (mountstats "events" line's
-# first fields are inode events; use the per-op READ and WRITE counts).
-nfs_ops() {
-	awk -v m="$MNT" '
-		$1 == "device" { on = ($5 == m) }
-		on && ($1 == "READ:" || $1 == "WRITE:") { n += $2 }
-		END { print n + 0 }' /proc/self/mountstats
-}
-
-# shellcheck disable=SC2317 # called through wait_for
-ops_moving() { [ "$(nfs_ops)" -gt "$1" ]; }
-
 # io_resumes <label>: RPCs complete again within 60 s.
 io_resumes() {
 	local n t
-	n=$(nfs_ops)
+	n=$(nfs_ops $MNT)
 	t=$(now)
-	if wait_for 60 ops_moving $((n + 20)); then
+	if wait_for 60 nfs_ops_moving $MNT $((n + 20)); then
 		log "$1: I/O again $(since "$t") s later"
 	else
 		bad+=" $1-no-io"
@@ -52,9 +40,7 @@ io_resumes() {
 }
 
 bad=
-step "$SRP_TRANSPORT on $NETDEV"
-rdma_link_setup || fail "$SRP_TRANSPORT setup"
-[ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
+link_up
 
 step "nfsd over RDMA, svcrdma max_slots $SLOTS, $THREADS threads"
 modprobe rpcrdma || fail "modprobe rpcrdma"
