@@ -125,6 +125,12 @@ record nfs.timeouts "$(awk '$1 == "READ:" || $1 == "WRITE:" { n += $4 } END { pr
 for s in sq_starve rq_starve; do
 	record "nfsd.$s" "$(cat /proc/sys/sunrpc/svc_rdma/rdma_stat_$s)"
 done
+# The series' svcrdma: did its connection's pool apply back-pressure?
+if [ -n "$(svcrdma_pools)" ]; then
+	for k in waits resumed exhausted misuse; do
+		record "svcrdma.$k" "$(svcrdma_sum $k)"
+	done
+fi
 rm -f $MNT/fio.bin
 timed "umount" umount $MNT || bad+=" umount"
 nfsd_down
