@@ -15,9 +15,12 @@ dd_verify "$DISK" 128 8 || bad+=" data-before-delete"
 srp_pools_check
 
 step "rdma link delete $IBDEV under fio"
+io0=$(disk_ios "$DISK")
 fio_start linkdel --name=linkdel --filename="$DISK" --size=64m "${FIO_VERIFY[@]}" \
 	--runtime=600 --time_based
-sleep 3
+# Only once fio has the disk open: fio starting late, after the disk
+# node went, would lay out and write a regular file of that name.
+wait_for 60 disk_moving "$DISK" $((io0 + 100)) || bad+=" no-io-before-delete"
 fio_running linkdel || bad+=" fio-ended-early"
 srp_link_delete
 log "SRP login gone $(since "$LINK_DEL_T") s after the delete; remote ports left:" \
