@@ -912,6 +912,18 @@ fio_run() { fio_start "$@"; fio_wait "$1"; }
 NFS_EXPORT=/tmp/export
 NFS_PIDS=()
 
+# svcrdma_up <max_slots> <threads>: nfsd_up with svcrdma's max_slots sysctl
+# set first (0: left alone) and that many nfsd threads; fails the test on
+# error.
+svcrdma_up() {
+	step "nfsd over RDMA, svcrdma max_slots $1, $2 threads"
+	modprobe rpcrdma || fail "modprobe rpcrdma"
+	[ "$1" = 0 ] || echo "$1" > /proc/sys/sunrpc/svc_rdma/max_slots ||
+		fail "no max_slots sysctl"
+	nfsd_up
+	rpc.nfsd "$2" || fail "rpc.nfsd $2"
+}
+
 # nfs_server: the server part of an NFS mount's device, $SRP_ADDR.
 # nfs_netid: the mount's "proto=" for that address.
 nfs_server() {

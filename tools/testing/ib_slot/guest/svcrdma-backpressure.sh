@@ -27,12 +27,7 @@ sq_starve() { cat /proc/sys/sunrpc/svc_rdma/rdma_stat_sq_starve; }
 bad=
 link_up
 
-step "nfsd over RDMA, svcrdma max_slots $SLOTS, $THREADS threads"
-modprobe rpcrdma || fail "modprobe rpcrdma"
-[ "$SLOTS" = 0 ] || echo "$SLOTS" > /proc/sys/sunrpc/svc_rdma/max_slots ||
-	fail "no max_slots sysctl"
-nfsd_up
-rpc.nfsd $THREADS || fail "rpc.nfsd $THREADS"
+svcrdma_up "$SLOTS" $THREADS
 s0=$(sq_starve)
 
 jobs=() seq_jobs=()

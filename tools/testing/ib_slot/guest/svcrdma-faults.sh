@@ -42,12 +42,7 @@ io_resumes() {
 bad=
 link_up
 
-step "nfsd over RDMA, svcrdma max_slots $SLOTS, $THREADS threads"
-modprobe rpcrdma || fail "modprobe rpcrdma"
-[ "$SLOTS" = 0 ] || echo "$SLOTS" > /proc/sys/sunrpc/svc_rdma/max_slots ||
-	fail "no max_slots sysctl"
-nfsd_up
-rpc.nfsd $THREADS || fail "rpc.nfsd $THREADS"
+svcrdma_up "$SLOTS" $THREADS
 mkdir -p $MNT
 timed "mount v3" mount -t nfs -o vers=3,proto=$(nfs_netid),port=20049,nolock,hard "$(nfs_server):$NFS_EXPORT" $MNT ||
 	fail "mount"
