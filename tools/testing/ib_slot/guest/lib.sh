@@ -989,14 +989,18 @@ nfsd_down() {
 # svcrdma_pools: svcrdma's pools, one per connection.
 svcrdma_pools() { slot_pools svcrdma; }
 
-# svcrdma_sum <field>: that field of svcrdma's pools, summed.
-svcrdma_sum() {
+# pools_sum <name> <field>: that field of the pools named <name>-<id>,
+# summed.
+pools_sum() {
 	local d n=0 v
-	for d in $(svcrdma_pools); do
-		v=$(slot_stat "$d" "$1") && n=$((n + v))
+	for d in $(slot_pools "$1"); do
+		v=$(slot_stat "$d" "$2") && n=$((n + v))
 	done
 	echo $n
 }
+
+# svcrdma_sum <field>: that field of svcrdma's pools, summed.
+svcrdma_sum() { pools_sum svcrdma "$1"; }
 
 # shellcheck disable=SC2317 # called through wait_for
 svcrdma_idle() {
@@ -1024,6 +1028,35 @@ svcrdma_pools_check() {
 	[ "$(svcrdma_sum misuse)" = 0 ] || bad+=" misuse-$(svcrdma_sum misuse)"
 }
 
+# xprtrdma_pools: the NFS client's pools, two per connection (Calls, and
+# backchannel replies: xprtrdma-bc-<id>).
+xprtrdma_pools() { slot_pools xprtrdma; }
+xprtrdma_sum() { pools_sum xprtrdma "$1"; }
+
+# shellcheck disable=SC2317 # called through wait_for
+xprtrdma_idle() { [ "$(xprtrdma_sum in_use)" = 0 ]; }
+
+# shellcheck disable=SC2317 # called through wait_for
+no_xprtrdma_pool() { [ -z "$(xprtrdma_pools)" ]; }
+
+# xprtrdma_pools_check: while mounted and idle, the NFS client's pools have
+# every slot back and no misuse (and exist, on a kernel with ib_slot);
+# shows their stats, what is wrong adds a word to $bad.
+xprtrdma_pools_check() {
+	local d
+	wait_for 10 xprtrdma_idle || log "xprtrdma's pools not idle after 10 s"
+	for d in $(xprtrdma_pools); do
+		echo "--- $d/stats"
+		cat "$d/stats"
+	done
+	log "xprtrdma's pools: $(xprtrdma_pools | wc -l), in_use $(xprtrdma_sum in_use)," \
+		"misuse $(xprtrdma_sum misuse), local_inv $(xprtrdma_sum local_inv)," \
+		"remote_inv $(xprtrdma_sum remote_inv), recycled $(xprtrdma_sum recycled)"
+	[ ! -d $SLOT_DEBUGFS ] || [ -n "$(xprtrdma_pools)" ] || bad+=" no-xprtrdma-pool"
+	[ "$(xprtrdma_sum in_use)" = 0 ] || bad+=" xprtrdma-in_use-$(xprtrdma_sum in_use)"
+	[ "$(xprtrdma_sum misuse)" = 0 ] || bad+=" xprtrdma-misuse-$(xprtrdma_sum misuse)"
+}
+
 # nfs_ops <mount point>: the READs and WRITEs it completed so far.
 nfs_ops() {
 	awk -v m="$1" '
@@ -1037,7 +1070,9 @@ nfs_ops_moving() { [ "$(nfs_ops "$1")" -gt "$2" ]; }
 
 # rdma_xprt_stat <mount point> <field>: a field of its "xprt: rdma"
 # mountstats line, counted from 1 after "rdma": 3 connect_count,
-# 11 read chunks, 12 write chunks, 13 reply chunks, 19 failed marshals.
+# 10 bklog_u, 11 read chunks, 12 write chunks, 13 reply chunks, 19 failed
+# marshals, 22 MRs recycled, 24 MRs allocated, 25 local invalidations,
+# 26 empty send contexts.
 rdma_xprt_stat() {
 	awk -v m="$1" -v f="$2" '
 		$1 == "device" { on = ($5 == m) }

@@ -7,7 +7,8 @@
 # two seconds later, FLAPS times (default 3).  Checks: every delete returns
 # within 60 s; I/O moves on both mounts again after each re-add; fio ends
 # without an error (the application sees no EIO and no EINVAL, every byte
-# read back verifies); the server's pools end with every slot back.
+# read back verifies); the server's and the client's pools end with every
+# slot back and no misuse.
 # pass() fails the test on any kernel warning.
 . "${0%/*}/lib.sh"
 FLAPS=${FLAPS:-3}
@@ -55,11 +56,13 @@ step "checks"
 fio_running f || bad+=" fio-ended-early"
 fio_wait f stop || bad+=" fio"
 svcrdma_pools_check
+xprtrdma_pools_check
 
 step teardown
 for v in 3 4.2; do
 	timed "umount v$v" umount "$MNT-v$v" || bad+=" v$v:umount"
 done
+wait_for 10 no_xprtrdma_pool || bad+=" xprtrdma-pools-left"
 nfsd_down
 timed "$SRP_TRANSPORT teardown" rdma_link_teardown || bad+=" $SRP_TRANSPORT-teardown"
 

@@ -7,7 +7,8 @@
 # chunks) and, on NFSv4.2, an ACL of 400 entries set (the call goes out as
 # a Read list) and read back (a Reply chunk), the chunks seen in the
 # mount's counters; then a short fio run with crc32c verification on both
-# mounts at once.
+# mounts at once.  The client's pools end with every slot back and no
+# misuse, and go with the unmount.
 . "${0%/*}/lib.sh"
 SIZE_MB=${NFS_SIZE_MB:-8}
 FIO_RT=${FIO_RT:-5}
@@ -111,9 +112,16 @@ if [ ${#fio_jobs[@]} -gt 0 ]; then
 fi
 for v in 3 4.2; do
 	mount_of "$MNT-v$v" > /dev/null || continue
+	awk -v m="$MNT-v$v" '$1 == "device" { on = ($5 == m) }
+		on && $1 == "xprt:" { print m ": " $0 }' /proc/self/mountstats
+done
+xprtrdma_pools_check
+for v in 3 4.2; do
+	mount_of "$MNT-v$v" > /dev/null || continue
 	rm -f "$MNT-v$v/f-v$v.bin"
 	timed "umount v$v" umount "$MNT-v$v" || bad+=" v$v:umount"
 done
+wait_for 10 no_xprtrdma_pool || bad+=" xprtrdma-pools-left"
 
 step teardown
 rdma resource show
