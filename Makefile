@@ -8,7 +8,7 @@ export KSRC DEBUG KCSAN
 
 help:
 	@echo "ib_slot targets:"
-	@echo "  run      build the patched kernel, boot it under QEMU and show ib_slot at work (example ULP over rxe and siw, plot in out/run)"
+	@echo "  run      build the patched kernel, boot it under QEMU and show ib_slot at work (example ULP, then NFS/RDMA and SRP with their pools squeezed; plot in out/run)"
 	@echo "  check    static checks, per-patch builds, KUnit and VM tests; ends with 'N passed, N failed'"
 	@echo "  kunit    only the KUnit suites (make kunit SUITES='ib_slot ib_slot_cost')"
 	@echo "  vmtest   only the VM integration tests (make vmtest TESTS='rping srp')"

@@ -1028,6 +1028,31 @@ svcrdma_pools_check() {
 	[ "$(svcrdma_sum misuse)" = 0 ] || bad+=" misuse-$(svcrdma_sum misuse)"
 }
 
+# nfs_mount <version> <mount point> [option,...]: a hard NFS mount of the
+# export over RDMA (NFSv3 without NLM; NFSv4 of the pseudo-root, which is
+# the export); fails the test on error.
+nfs_mount() {
+	local opts=vers=$1,proto=$(nfs_netid),port=20049,hard rpath=/
+	[ "$1" = 3 ] && opts+=,nolock rpath=$NFS_EXPORT
+	mkdir -p "$2"
+	timed "mount v$1${3:+ $3}" mount -t nfs -o "$opts${3:+,$3}" "$(nfs_server):$rpath" "$2" ||
+		fail "mount v$1"
+}
+
+# nfs_down <mount point>...: unmount, check that the client's pools go
+# with the mounts, stop nfsd and remove the RDMA device; each step that
+# fails adds a word to $bad.
+nfs_down() {
+	local m
+	step teardown
+	for m in "$@"; do
+		timed "umount $m" umount "$m" || bad+=" ${m##*/}:umount"
+	done
+	wait_for 10 no_xprtrdma_pool || bad+=" xprtrdma-pools-left"
+	nfsd_down
+	timed "$SRP_TRANSPORT teardown" rdma_link_teardown || bad+=" $SRP_TRANSPORT-teardown"
+}
+
 # xprtrdma_pools: the NFS client's pools, two per connection (Calls, and
 # backchannel replies: xprtrdma-bc-<id>).
 xprtrdma_pools() { slot_pools xprtrdma; }

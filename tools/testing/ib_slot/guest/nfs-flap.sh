@@ -22,14 +22,8 @@ step "nfsd over RDMA, NFSv3 and NFSv4.2 hard mounts"
 nfsd_up
 jobs=()
 for v in 3 4.2; do
-	mnt=$MNT-v$v
-	mkdir -p "$mnt"
-	case $v in
-	3) opts=vers=3,proto=$(nfs_netid),port=20049,nolock,hard rpath=$NFS_EXPORT ;;
-	*) opts=vers=$v,proto=$(nfs_netid),port=20049,hard rpath=/ ;;
-	esac
-	timed "mount v$v" mount -t nfs -o "$opts" "$(nfs_server):$rpath" "$mnt" || fail "mount v$v"
-	jobs+=(--name="v$v" --filename="$mnt/flap-v$v")
+	nfs_mount $v $MNT-v$v
+	jobs+=(--name="v$v" --filename="$MNT-v$v/flap-v$v")
 done
 fio_start f --direct=1 --ioengine=libaio --verify=crc32c --verify_fatal=1 \
 	--serialize_overlap=1 --runtime=600 --time_based --size=32m --bs=4k \
@@ -58,13 +52,7 @@ fio_wait f stop || bad+=" fio"
 svcrdma_pools_check
 xprtrdma_pools_check
 
-step teardown
-for v in 3 4.2; do
-	timed "umount v$v" umount "$MNT-v$v" || bad+=" v$v:umount"
-done
-wait_for 10 no_xprtrdma_pool || bad+=" xprtrdma-pools-left"
-nfsd_down
-timed "$SRP_TRANSPORT teardown" rdma_link_teardown || bad+=" $SRP_TRANSPORT-teardown"
+nfs_down $MNT-v3 $MNT-v4.2
 
 [ -z "$bad" ] || fail "${bad# }"
 pass

@@ -52,12 +52,7 @@ nfsd_up
 jobs=()
 for v in 3 4.2; do
 	mnt=$MNT-v$v
-	mkdir -p "$mnt"
-	case $v in
-	3) opts=vers=3,proto=$(nfs_netid),port=20049,nolock,hard rpath=$NFS_EXPORT ;;
-	*) opts=vers=$v,proto=$(nfs_netid),port=20049,hard rpath=/ ;;
-	esac
-	timed "mount v$v" mount -t nfs -o "$opts" "$(nfs_server):$rpath" "$mnt" || fail "mount v$v"
+	nfs_mount $v "$mnt"
 	jobs+=(--name="small-v$v" --filename="$mnt/small-v$v" --size=16m --bs=4k
 	       --rw=randrw --iodepth=32 --verify_backlog=256
 	       --name="large-v$v" --filename="$mnt/large-v$v" --size=32m --bs=1m
@@ -134,6 +129,7 @@ for v in 3 4.2; do
 done
 wait_for 10 no_xprtrdma_pool || bad+=" xprtrdma-pools-left"
 nfsd_down
+# After rpcrdma is gone: whatever it leaked is unreferenced now.
 if [ -e /sys/kernel/debug/kmemleak ]; then
 	echo scan > /sys/kernel/debug/kmemleak
 	n=$(grep -c '^unreferenced object' /sys/kernel/debug/kmemleak)
