@@ -38,7 +38,10 @@ for r in device target bus host; do
 		"$(($(dmesg_count 'SRP reset_host called') - host0)) host reset(s)," \
 		"$(($(srp_reconnects) - rc0)) reconnect(s); remote port $(cat "$RPORT/state");" \
 		"ioerr_cnt +$(($(scsi_ioerr "$DISK") - e0))"
-	srp_reconnect_errs_allow "$DISK" "$e0" $(($(srp_reconnects) - rc0))
+	# A LUN reset ends the commands the target still held, as a reconnect
+	# does, and the SCSI layer retries them just the same.
+	srp_reconnect_errs_allow "$DISK" "$e0" \
+		$(($(srp_reconnects) - rc0 + $(dmesg_count 'SRP reset_device called') - dev0))
 done
 
 step "checks"
