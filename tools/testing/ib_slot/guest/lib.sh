@@ -999,6 +999,23 @@ pools_sum() {
 	echo $n
 }
 
+# pool_qp <pool dir>: the number of the first QP attached to the pool (its
+# "qp <n>:" stats line), which the pool's qp_error knob takes.
+pool_qp() {
+	local qp
+	qp=$(grep -m 1 '^qp ' "$1/stats" | awk '{ print $2 }')
+	echo "${qp%:}"
+}
+
+# pools_show <name>: the stats of the pools named <name>-<id>.
+pools_show() {
+	local d
+	for d in $(slot_pools "$1"); do
+		echo "--- $d/stats"
+		cat "$d/stats"
+	done
+}
+
 # svcrdma_sum <field>: that field of svcrdma's pools, summed.
 svcrdma_sum() { pools_sum svcrdma "$1"; }
 
@@ -1014,12 +1031,8 @@ no_svcrdma_pool() { [ -z "$(svcrdma_pools)" ]; }
 # waiting and no misuse; shows their stats, what is wrong adds a word to
 # $bad.
 svcrdma_pools_check() {
-	local d
 	wait_for 10 svcrdma_idle || log "svcrdma's pools not idle after 10 s"
-	for d in $(svcrdma_pools); do
-		echo "--- $d/stats"
-		cat "$d/stats"
-	done
+	pools_show svcrdma
 	log "svcrdma's pools: waits $(svcrdma_sum waits), resumed $(svcrdma_sum resumed)," \
 		"exhausted $(svcrdma_sum exhausted), in_use $(svcrdma_sum in_use)," \
 		"misuse $(svcrdma_sum misuse)"
@@ -1032,7 +1045,8 @@ svcrdma_pools_check() {
 # export over RDMA (NFSv3 without NLM; NFSv4 of the pseudo-root, which is
 # the export); fails the test on error.
 nfs_mount() {
-	local opts=vers=$1,proto=$(nfs_netid),port=20049,hard rpath=/
+	local opts rpath=/
+	opts=vers=$1,proto=$(nfs_netid),port=20049,hard
 	[ "$1" = 3 ] && opts+=,nolock rpath=$NFS_EXPORT
 	mkdir -p "$2"
 	timed "mount v$1${3:+ $3}" mount -t nfs -o "$opts${3:+,$3}" "$(nfs_server):$rpath" "$2" ||
@@ -1068,12 +1082,8 @@ no_xprtrdma_pool() { [ -z "$(xprtrdma_pools)" ]; }
 # every slot back and no misuse (and exist, on a kernel with ib_slot);
 # shows their stats, what is wrong adds a word to $bad.
 xprtrdma_pools_check() {
-	local d
 	wait_for 10 xprtrdma_idle || log "xprtrdma's pools not idle after 10 s"
-	for d in $(xprtrdma_pools); do
-		echo "--- $d/stats"
-		cat "$d/stats"
-	done
+	pools_show xprtrdma
 	log "xprtrdma's pools: $(xprtrdma_pools | wc -l), in_use $(xprtrdma_sum in_use)," \
 		"misuse $(xprtrdma_sum misuse), local_inv $(xprtrdma_sum local_inv)," \
 		"remote_inv $(xprtrdma_sum remote_inv), recycled $(xprtrdma_sum recycled)"

@@ -34,7 +34,7 @@ io_resumes() {
 	else
 		bad+=" $1-no-io"
 		rdma resource show cm_id
-		for d in $(svcrdma_pools); do echo "--- $d"; cat "$d/stats"; done
+		pools_show svcrdma
 		echo w > /proc/sysrq-trigger
 	fi
 }
@@ -43,9 +43,7 @@ bad=
 link_up
 
 svcrdma_up "$SLOTS" $THREADS
-mkdir -p $MNT
-timed "mount v3" mount -t nfs -o vers=3,proto=$(nfs_netid),port=20049,nolock,hard "$(nfs_server):$NFS_EXPORT" $MNT ||
-	fail "mount"
+nfs_mount 3 $MNT
 
 fio_start f --direct=1 --ioengine=libaio --verify=crc32c --verify_fatal=1 \
 	--serialize_overlap=1 --runtime=$FIO_RT --time_based \
@@ -60,8 +58,7 @@ for i in 1 2; do
 	[ "${SKIP_QP_ERROR:-0}" = 1 ] && break
 	p=$(svcrdma_pools | head -n 1)
 	[ -n "$p" ] || { bad+=" p1-no-pool-$i"; break; }
-	qp=$(grep -m 1 '^qp ' "$p/stats" | awk '{ print $2 }')
-	qp=${qp%:}
+	qp=$(pool_qp "$p")
 	log "p1: $i: QP $qp of ${p##*/} to error, $(svcrdma_sum waiters) waiting"
 	echo "$qp" > "$p/qp_error" || bad+=" p1-qp_error-$i"
 	io_resumes "p1-$i"

@@ -27,20 +27,11 @@ io_resumes() {
 		n=$(nfs_ops $MNT-v$v)
 		if ! wait_for 60 nfs_ops_moving $MNT-v$v $((n + 20)); then
 			bad+=" $1:v$v-no-io"
-			xprtrdma_pools_show
+			pools_show xprtrdma
 			echo w > /proc/sysrq-trigger
 		fi
 	done
 	log "$1: I/O again on both mounts $(since "$t") s later"
-}
-
-xprtrdma_pools_show() {
-	local d
-
-	for d in $(xprtrdma_pools); do
-		echo "--- $d"
-		cat "$d/stats"
-	done
 }
 
 # connects: the connect counts of both mounts, summed.
@@ -68,8 +59,7 @@ for i in 1 2; do
 	c=$(connects)
 	for d in $(xprtrdma_pools); do
 		case ${d##*/} in xprtrdma-bc-*) continue ;; esac
-		qp=$(grep -m 1 '^qp ' "$d/stats" | awk '{ print $2 }')
-		qp=${qp%:}
+		qp=$(pool_qp "$d")
 		log "p1: $i: QP $qp of ${d##*/} to error, $(slot_stat "$d" in_use) slot(s) in use"
 		echo "$qp" > "$d/qp_error" || bad+=" p1-qp_error-$i"
 	done
@@ -108,7 +98,7 @@ if wait_for 30 no_xprtrdma_pool; then
 	log "p4: the client's pools gone $(since "$LINK_DEL_T") s after the delete started"
 else
 	bad+=" p4-xprtrdma-pools-stay"
-	xprtrdma_pools_show
+	pools_show xprtrdma
 fi
 sleep 2
 link_readd || bad+=" p4-no-$IBDEV"
