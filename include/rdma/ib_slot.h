@@ -8,6 +8,7 @@
 #include <linux/completion.h>
 #include <linux/list.h>
 #include <linux/llist.h>
+#include <linux/dma-direction.h>
 #include <rdma/ib_verbs.h>
 
 struct ib_slot;
@@ -168,8 +169,8 @@ struct ib_slot_mr {
  * @tag: index of the slot in its pool
  * @sq_used: Send Queue entries posted since get
  * @sq_max: Send Queue entries the slot may post: its own, and those of
- *	the slots joined to it (ib_slot_join())
- * @joined: next slot joined to this one, put with it
+ *	the slots granted with it
+ * @joined: next slot granted with this one (ib_slot_get_nr()), put with it
  * @busy: outstanding posts and LOCAL_INV chains, one more while
  *	ib_slot_fence() runs, and high bits while a post's done() has yet
  *	to run, while a fence is armed, and while the slot is joined to
@@ -177,7 +178,8 @@ struct ib_slot_mr {
  * @flags: %IB_SLOT_F_* bits
  * @status: first error status of the current post
  * @fence_status: status of the armed fence's LOCAL_INV chain
- * @recycle: on the pool's list of slots whose MRs are replaced
+ * @recycle: on the pool's list of slots whose MRs are replaced, or of
+ *	those whose post the provider took in part
  * @fenced: callback of the armed ib_slot_fence()
  *
  * A slot lives from ib_slot_get() to ib_slot_put(), and every WR posted
@@ -206,25 +208,41 @@ struct ib_slot {
 };
 
 /**
+ * struct ib_slot_demand - what one request will post through its slots
+ * @nr_wrs: Send Queue WRs: RDMA READ and WRITE, sends, REG_MR and LOCAL_INV
+ * @nr_rw_mrs: MRs its rdma_rw transfers take from the QP's pool
+ *
+ * Zeroed, then filled with ib_slot_demand_rw() for each rdma_rw transfer
+ * and ib_slot_demand_wrs() for the rest; ib_slot_demand_slots() says how
+ * many slots hold it.
+ */
+struct ib_slot_demand {
+	u32	nr_wrs;
+	u32	nr_rw_mrs;
+};
+
+/**
  * struct ib_slot_waiter - a request waiting for slots of a back-pressure pool
- * @entry: in the pool's FIFO of waiters
+ * @entry: in the pool's FIFO of waiters, or on a list of those to resume
  * @sqp: QP the slots are for
  * @nr: number of slots wanted, all or nothing
- * @slots: filled with @nr slots before @resume runs
- * @error: 0, or -ESHUTDOWN when the pool is destroyed or the QP detached
+ * @lead: the first of the @nr slots, which posts and is put for all of
+ *	them, set before @resume runs unless @error is set
+ * @error: 0, or -ESHUTDOWN when the QP was closed (ib_slot_qp_close()) or
+ *	the pool destroyed before the slots were the request's
  * @queued: @w is on the FIFO; ib_slot's own, under the pool's lock
- * @resume: called once the slots are granted, with no pool lock held:
- *	from the ib_slot_put() that freed them, or from a work item if the
- *	grant was made elsewhere (a cancel, a detach, a failed get) or the
- *	pool resumes in work; never from inside ib_slot_get(),
- *	ib_slot_get_or_wait() or ib_slot_cancel_wait().  The waiters a put
- *	within @resume grants are resumed after @resume returns
+ * @resume: called once, with no pool lock held: from the ib_slot_put()
+ *	that freed the slots, or from the pool's work item, in process
+ *	context, when the pool resumes in work or @w was granted or shut out
+ *	anywhere else (a get, a cancel, a close); never from inside any other
+ *	ib_slot call.  The waiters a put within @resume grants are resumed
+ *	after @resume returns
  */
 struct ib_slot_waiter {
 	struct list_head	entry;
 	struct ib_slot_qp	*sqp;
 	unsigned int		nr;
-	struct ib_slot		**slots;
+	struct ib_slot		*lead;
 	int			error;
 	bool			queued;
 	void (*resume)(struct ib_slot_waiter *w);
@@ -263,11 +281,14 @@ struct ib_slot_pool_stats {
 int ib_slot_profile_cost(struct ib_device *dev,
 			 const struct ib_slot_profile *profile,
 			 struct ib_slot_cost *cost);
+void ib_slot_profile_rw(struct ib_slot_profile *profile,
+			struct ib_device *dev, u32 port_num, u32 max_pages);
 
 struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr);
 void ib_slot_pool_destroy(struct ib_slot_pool *pool);
 void ib_slot_pool_get_stats(struct ib_slot_pool *pool,
 			    struct ib_slot_pool_stats *stats);
+u32 ib_slot_pool_sqes(const struct ib_slot_pool *pool);
 
 int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
 		    struct ib_qp_init_attr *init_attr, u32 *nr_cqe);
@@ -275,23 +296,27 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 				     struct ib_qp *qp,
 				     const struct ib_qp_cap *granted,
 				     u32 nr_slots);
+void ib_slot_qp_close(struct ib_slot_qp *sqp);
+void ib_slot_qp_quiesce(struct ib_slot_qp *sqp);
 void ib_slot_qp_detach(struct ib_slot_qp *sqp);
-void ib_slot_qp_cancel_waiters(struct ib_slot_qp *sqp);
 u32 ib_slot_qp_credits(const struct ib_slot_qp *sqp);
 bool ib_slot_qp_has_waiters(const struct ib_slot_qp *sqp);
 
+void ib_slot_demand_rw(struct ib_slot_demand *demand, struct ib_slot_qp *sqp,
+		       u32 port_num, u32 sg_cnt, enum dma_data_direction dir);
+unsigned int ib_slot_demand_slots(const struct ib_slot_qp *sqp,
+				  const struct ib_slot_demand *demand);
+
 struct ib_slot *ib_slot_get(struct ib_slot_qp *sqp);
-int ib_slot_get_bulk(struct ib_slot_qp *sqp, unsigned int nr,
-		     struct ib_slot **slots);
+int ib_slot_get_nr(struct ib_slot_qp *sqp, unsigned int nr,
+		   struct ib_slot **lead);
 struct ib_slot *ib_slot_from_tag(struct ib_slot_qp *sqp, u32 tag);
 struct ib_slot *ib_slot_get_reserved(struct ib_slot_qp *sqp);
 int ib_slot_get_or_wait(struct ib_slot_waiter *w);
 bool ib_slot_cancel_wait(struct ib_slot_waiter *w);
 int ib_slot_get_wait(struct ib_slot_qp *sqp, unsigned int nr,
-		     struct ib_slot **slots);
+		     struct ib_slot **lead);
 void ib_slot_put(struct ib_slot *slot);
-int ib_slot_join(struct ib_slot **slots, unsigned int nr);
-unsigned int ib_slot_nr_for(const struct ib_slot_pool *pool, u32 nr_wrs);
 
 int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 		   struct scatterlist *sg, int sg_nents,
@@ -305,6 +330,18 @@ int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 int ib_slot_fence_rkey(struct ib_slot *slot, u32 inv_rkey,
 		       void (*fenced)(struct ib_slot *slot,
 				      enum ib_wc_status status));
+
+/**
+ * ib_slot_demand_wrs - count WRs a request posts besides rdma_rw transfers
+ * @demand: the request's demand
+ * @nr: WRs: its response, or sends and registrations of its own
+ *
+ * Context: Any context.
+ */
+static inline void ib_slot_demand_wrs(struct ib_slot_demand *demand, u32 nr)
+{
+	demand->nr_wrs += nr;
+}
 
 /* The ULP context follows the slot, cache-line aligned. */
 static inline void *ib_slot_priv(struct ib_slot *slot)

@@ -268,6 +268,8 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	INIT_WORK(&pool->resume_work, ib_slot_resume_work);
 	init_llist_head(&pool->recycle);
 	INIT_DELAYED_WORK(&pool->recycle_work, ib_slot_recycle_work);
+	init_llist_head(&pool->partial);
+	INIT_WORK(&pool->partial_work, ib_slot_partial_work);
 	pool->id = ida_alloc(&ib_slot_ida, GFP_KERNEL);
 	ret = pool->id;
 	if (ret < 0)
@@ -316,18 +318,6 @@ out_free:
 }
 EXPORT_SYMBOL(ib_slot_pool_create);
 
-/* Resume waiters that will never be granted: pool or QP going away. */
-static void ib_slot_shut_out(struct list_head *list)
-{
-	struct ib_slot_waiter *w, *tmp;
-
-	list_for_each_entry_safe(w, tmp, list, entry) {
-		list_del_init(&w->entry);
-		w->error = -ESHUTDOWN;
-		w->resume(w);
-	}
-}
-
 /*
  * Say which slots a destroy is waiting for, and on which QPs: a ULP that
  * leaked one otherwise leaves a task in D state and nothing to go on.
@@ -359,9 +349,10 @@ static void ib_slot_report_held(struct ib_slot_pool *pool)
  * @pool: pool from ib_slot_pool_create(), or %NULL
  *
  * New gets fail from now on (with a warning: they are a ULP bug), queued
- * waiters are resumed with -ESHUTDOWN, and the call waits until every slot
- * was put; every ten seconds meanwhile it logs which slots are still
- * held.  QPs still attached are detached.  Call it after ib_drain_qp() on
+ * waiters are resumed with -ESHUTDOWN from the work item, and the call
+ * waits until every slot was put and every resume returned; every ten
+ * seconds meanwhile it logs which slots are still held.  QPs still
+ * attached are detached.  Call it after ib_drain_qp() on
  * the QPs that used the pool, so that every post has completed.
  *
  * Context: Process context; sleeps until all slots are put.
@@ -370,7 +361,6 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 {
 	struct ib_slot_qp *sqp, *stmp;
 	struct ib_slot_waiter *w;
-	LIST_HEAD(ready);
 	u32 tag;
 
 	if (!pool)
@@ -385,10 +375,10 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 	WRITE_ONCE(pool->refuse_get, true);
 	while ((w = list_first_entry_or_null(&pool->waiters,
 					     struct ib_slot_waiter, entry)))
-		ib_slot_unqueue(w, &ready);
+		ib_slot_shut_out(w);
 	spin_unlock_bh(&pool->lock);
-	ib_slot_shut_out(&ready);
 	/* Waiters granted before we came own slots: let them have them. */
+	queue_work(ib_comp_unbound_wq, &pool->resume_work);
 	flush_work(&pool->resume_work);
 
 	/* Pairs with the atomic_inc_return_release() in ib_slot_put(). */
@@ -421,10 +411,14 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 	/* Fences recycle before fenced() and the put: nothing is queued. */
 	cancel_delayed_work_sync(&pool->recycle_work);
 	cancel_work_sync(&pool->resume_work);
+	/* A partial post is retired by its work: its slot came back after. */
+	flush_work(&pool->partial_work);
 
-	/* Slots are all back, so no waiter or slot refers to them. */
-	list_for_each_entry_safe(sqp, stmp, &pool->qps, entry)
+	/* A put's resume loop may still count a resume on them. */
+	list_for_each_entry_safe(sqp, stmp, &pool->qps, entry) {
+		ib_slot_qp_quiesce(sqp);
 		kfree(sqp);
+	}
 	ib_slot_pool_free(pool);
 }
 EXPORT_SYMBOL(ib_slot_pool_destroy);
@@ -454,6 +448,22 @@ void ib_slot_pool_get_stats(struct ib_slot_pool *pool,
 	stats->recycled = atomic64_read(&pool->recycled);
 }
 EXPORT_SYMBOL(ib_slot_pool_get_stats);
+
+/**
+ * ib_slot_pool_sqes - Send Queue entries one slot of a pool holds
+ * @pool: the pool
+ *
+ * For a ULP that sizes a connection's share of a pool from a Send Queue
+ * size of its own (a module parameter, the device's largest).
+ *
+ * Context: Any context.
+ * Return: the worst-case Send Queue entries of one slot's lifetime.
+ */
+u32 ib_slot_pool_sqes(const struct ib_slot_pool *pool)
+{
+	return pool->cost.sqes;
+}
+EXPORT_SYMBOL(ib_slot_pool_sqes);
 
 /**
  * ib_slot_qp_attach - let a QP take slots of a pool
@@ -521,59 +531,15 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 }
 EXPORT_SYMBOL(ib_slot_qp_attach);
 
-/* Resume @sqp's queued waiters with -ESHUTDOWN; @detach: forget @sqp. */
-static void ib_slot_qp_shut_out(struct ib_slot_qp *sqp, bool detach)
-{
-	struct ib_slot_pool *pool = sqp->pool;
-	struct ib_slot_waiter *w, *tmp;
-	LIST_HEAD(gone);
-	LIST_HEAD(ready);
-
-	/* The qp_error knob holds it while it uses @sqp->qp. */
-	if (detach)
-		mutex_lock(&pool->qps_mutex);
-	spin_lock_bh(&pool->lock);
-	list_for_each_entry_safe(w, tmp, &pool->waiters, entry) {
-		if (w->sqp == sqp)
-			ib_slot_unqueue(w, &gone);
-	}
-	if (detach)
-		list_del(&sqp->entry);
-	if (!list_empty(&gone))
-		ib_slot_scan_waiters(pool, &ready);
-	spin_unlock_bh(&pool->lock);
-	if (detach)
-		mutex_unlock(&pool->qps_mutex);
-	ib_slot_defer(pool, &ready);
-	ib_slot_shut_out(&gone);
-}
-
-/**
- * ib_slot_qp_cancel_waiters - give up a QP's waiting requests
- * @sqp: the QP's credit account
- *
- * For a ULP closing a connection: its waiters still queued are resumed,
- * from this call, with -ESHUTDOWN; those granted before keep their slots
- * and are resumed as usual.  The ULP stops queueing waiters for @sqp
- * first.
- *
- * Context: Process context.
- */
-void ib_slot_qp_cancel_waiters(struct ib_slot_qp *sqp)
-{
-	ib_slot_qp_shut_out(sqp, false);
-}
-EXPORT_SYMBOL(ib_slot_qp_cancel_waiters);
-
 /**
  * ib_slot_qp_detach - end a QP's use of a pool
  * @sqp: from ib_slot_qp_attach(); %NULL is ignored
  *
- * Every slot taken for the QP must have been put.  Waiters still queued
- * for it are resumed, from this call, with -ESHUTDOWN; waiters of other
- * QPs they held back are resumed from a work item.
+ * Every slot taken for the QP must have been put.  Closes the QP's
+ * admissions (ib_slot_qp_close()) if the ULP did not, and returns once
+ * the resumes of its waiters have run (ib_slot_qp_quiesce()).
  *
- * Context: Process context.
+ * Context: Process context; sleeps.  Not from a resume of the pool.
  */
 void ib_slot_qp_detach(struct ib_slot_qp *sqp)
 {
@@ -584,7 +550,14 @@ void ib_slot_qp_detach(struct ib_slot_qp *sqp)
 	pool = sqp->pool;
 	if (ib_slot_misuse(pool, atomic_read(&sqp->nr_held)))
 		return;
-	ib_slot_qp_shut_out(sqp, true);
+	ib_slot_qp_close(sqp);
+	ib_slot_qp_quiesce(sqp);
+	/* The qp_error knob holds it while it uses @sqp->qp. */
+	mutex_lock(&pool->qps_mutex);
+	spin_lock_bh(&pool->lock);
+	list_del(&sqp->entry);
+	spin_unlock_bh(&pool->lock);
+	mutex_unlock(&pool->qps_mutex);
 	kfree(sqp);
 }
 EXPORT_SYMBOL(ib_slot_qp_detach);

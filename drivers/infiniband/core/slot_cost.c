@@ -284,3 +284,83 @@ int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
 	return 0;
 }
 EXPORT_SYMBOL(ib_slot_qp_caps);
+
+/**
+ * ib_slot_profile_rw - describe slots whose lkey MRs are rdma_rw's
+ * @profile: the profile; the other fields are the caller's
+ * @dev: the device
+ * @port_num: a port of @dev the pool's QPs use
+ * @max_pages: pages one slot may move by RDMA READ or WRITE
+ *
+ * For a target that posts rdma_rw contexts: a slot holds the Send Queue
+ * room of @max_pages pages of RDMA and, where rdma_rw registers memory on
+ * this device (iWARP, max_sgl_rd, force_mr), of the MRs that cover them; a
+ * larger request takes several slots (ib_slot_demand_slots()).
+ *
+ * Context: Any context.
+ */
+void ib_slot_profile_rw(struct ib_slot_profile *profile,
+			struct ib_device *dev, u32 port_num, u32 max_pages)
+{
+	u32 mr_pages = rdma_rw_mr_pages(dev, port_num);
+
+	profile->rw_mrs = true;
+	profile->max_rdma_sges = max_pages;
+	profile->max_pages_per_mr = mr_pages;
+	profile->nr_lkey_mrs = mr_pages ? DIV_ROUND_UP(max_pages, mr_pages) : 0;
+}
+EXPORT_SYMBOL(ib_slot_profile_rw);
+
+/**
+ * ib_slot_demand_rw - count one rdma_rw transfer of a request
+ * @demand: the request's demand
+ * @sqp: the QP the transfer will be posted on
+ * @port_num: the port of the connection
+ * @sg_cnt: entries of the transfer's scatterlist, before DMA mapping
+ * @dir: %DMA_TO_DEVICE for an RDMA WRITE, %DMA_FROM_DEVICE for a READ
+ *
+ * Counts the WRs and MRs rdma_rw_ctx_init() builds at most for the
+ * transfer, before anything is allocated, so that a request waiting for
+ * its slots holds no MR.
+ *
+ * Context: Any context.
+ */
+void ib_slot_demand_rw(struct ib_slot_demand *demand, struct ib_slot_qp *sqp,
+		       u32 port_num, u32 sg_cnt, enum dma_data_direction dir)
+{
+	u32 mrs;
+
+	demand->nr_wrs += rdma_rw_max_wrs(sqp->qp, port_num, sg_cnt, dir, &mrs);
+	demand->nr_rw_mrs += mrs;
+}
+EXPORT_SYMBOL(ib_slot_demand_rw);
+
+/**
+ * ib_slot_demand_slots - how many slots hold a request
+ * @sqp: the QP the request will post on
+ * @demand: what it posts (ib_slot_demand_rw(), ib_slot_demand_wrs())
+ *
+ * Every WR is counted at the units of the costliest one a slot may post,
+ * so the slots, joined by ib_slot_get_nr(), hold the chains whatever their
+ * mix; and enough of them for the rdma_rw MRs.
+ *
+ * Context: Any context.
+ * Return: the number of slots, at least one; %UINT_MAX if the request
+ * needs rdma_rw MRs and the pool's slots hold none, which no get grants.
+ */
+unsigned int ib_slot_demand_slots(const struct ib_slot_qp *sqp,
+				  const struct ib_slot_demand *demand)
+{
+	const struct ib_slot_pool *pool = sqp->pool;
+	u64 units = (u64)max(demand->nr_wrs, 1U) * pool->max_units;
+	u64 nr = DIV_ROUND_UP_ULL(units, pool->cost.sqes);
+	u32 lkey_mrs = pool->profile.rw_mrs ? pool->profile.nr_lkey_mrs : 0;
+
+	if (demand->nr_rw_mrs) {
+		if (!lkey_mrs)
+			return UINT_MAX;
+		nr = max_t(u64, nr, DIV_ROUND_UP(demand->nr_rw_mrs, lkey_mrs));
+	}
+	return min_t(u64, nr, UINT_MAX);
+}
+EXPORT_SYMBOL(ib_slot_demand_slots);

@@ -97,22 +97,38 @@ static void ib_slot_free_tag(struct ib_slot_pool *pool, int tag)
 }
 
 /*
- * Reserve @nr slots for @sqp, all or nothing.  Returns 0, -EBUSY when the
- * QP is at its fair share, which also bounds its credits (see
- * ib_slot_qp_attach()), or -ENOSPC when the pool is short of slots.  A
- * failure leaves nothing taken, but -ENOSPC may have hidden the QP's
+ * Chain @nr slots, still private to their getter, behind @lead: it posts
+ * with the credits of all of them and its put puts them all.
+ */
+static void ib_slot_chain_nr(struct ib_slot *lead, struct ib_slot *slot)
+{
+	atomic_add(IB_SLOT_JOINED, &slot->busy);
+	if (!lead->joined)
+		atomic_add(IB_SLOT_LEAD, &lead->busy);
+	slot->joined = lead->joined;
+	lead->joined = slot;
+	lead->sq_max += lead->pool->cost.sqes;
+}
+
+/*
+ * Reserve @nr slots for @sqp, all or nothing, and return the first, with
+ * the others chained to it.  Returns 0, -EBUSY when the QP is at its fair
+ * share, which also bounds its credits (see ib_slot_qp_attach()) and is
+ * zero once the QP is closed, or -ENOSPC when the pool is short of slots.
+ * A failure leaves nothing taken, but -ENOSPC may have hidden the QP's
  * credits from a concurrent scan for a moment; the caller then kicks the
  * waiters (ib_slot_kick()).
  */
 static __always_inline int ib_slot_try_get(struct ib_slot_qp *sqp,
 					   unsigned int nr,
-					   struct ib_slot **slots)
+					   struct ib_slot **lead)
 {
 	struct ib_slot_pool *pool = sqp->pool;
+	struct ib_slot *slot;
 	unsigned int i;
 	int avail;
 
-	if (!ib_slot_add_below(&sqp->nr_held, nr, sqp->fair_share))
+	if (!ib_slot_add_below(&sqp->nr_held, nr, READ_ONCE(sqp->fair_share)))
 		return -EBUSY;
 	avail = ib_slot_take(&pool->avail, nr);
 	if (avail < 0) {
@@ -120,9 +136,13 @@ static __always_inline int ib_slot_try_get(struct ib_slot_qp *sqp,
 		return -ENOSPC;
 	}
 	for (i = 0; i < nr; i++) {
-		slots[i] = ib_slot_at(pool, ib_slot_alloc_tag(pool));
-		set_bit(IB_SLOT_F_IN_USE, &slots[i]->flags);
-		ib_slot_bind(sqp, slots[i]);
+		slot = ib_slot_at(pool, ib_slot_alloc_tag(pool));
+		set_bit(IB_SLOT_F_IN_USE, &slot->flags);
+		ib_slot_bind(sqp, slot);
+		if (!i)
+			*lead = slot;
+		else
+			ib_slot_chain_nr(*lead, slot);
 	}
 	ib_slot_note_use(pool, avail);
 	return 0;
@@ -130,15 +150,20 @@ static __always_inline int ib_slot_try_get(struct ib_slot_qp *sqp,
 
 /* ib_slot_try_get() for the scan of waiters, under the pool's lock. */
 int ib_slot_grant(struct ib_slot_qp *sqp, unsigned int nr,
-		  struct ib_slot **slots)
+		  struct ib_slot **lead)
 {
-	return ib_slot_try_get(sqp, nr, slots);
+	return ib_slot_try_get(sqp, nr, lead);
 }
 
-/* More slots than the QP may ever hold at once, or none. */
-static bool ib_slot_bad_nr(const struct ib_slot_qp *sqp, unsigned int nr)
+/*
+ * More slots than the QP may ever hold at once, or none: -EINVAL; or a
+ * QP closed, whose share is zero: -ESHUTDOWN.
+ */
+static int ib_slot_bad_nr(const struct ib_slot_qp *sqp, unsigned int nr)
 {
-	return !nr || nr > sqp->fair_share;
+	if (likely(nr && nr <= READ_ONCE(sqp->fair_share)))
+		return 0;
+	return READ_ONCE(sqp->closed) ? -ESHUTDOWN : -EINVAL;
 }
 
 /*
@@ -147,7 +172,7 @@ static bool ib_slot_bad_nr(const struct ib_slot_qp *sqp, unsigned int nr)
  */
 static __always_inline int ib_slot_get_fast(struct ib_slot_qp *sqp,
 					    unsigned int nr,
-					    struct ib_slot **slots)
+					    struct ib_slot **lead)
 {
 	struct ib_slot_pool *pool = sqp->pool;
 	int ret;
@@ -169,7 +194,7 @@ static __always_inline int ib_slot_get_fast(struct ib_slot_qp *sqp,
 		 */
 		ret = -ENOSPC;
 	} else {
-		ret = ib_slot_try_get(sqp, nr, slots);
+		ret = ib_slot_try_get(sqp, nr, lead);
 		/* Our credits, held for a moment, may have failed a scan. */
 		if (unlikely(ret == -ENOSPC)) {
 			LIST_HEAD(ready);
@@ -177,6 +202,9 @@ static __always_inline int ib_slot_get_fast(struct ib_slot_qp *sqp,
 			ib_slot_kick(pool, &ready);
 			ib_slot_defer(pool, &ready);
 		}
+		/* A closed QP has no share left: nothing to wait for. */
+		if (unlikely(ret == -EBUSY) && READ_ONCE(sqp->closed))
+			return -ESHUTDOWN;
 	}
 	if (ret) {
 		atomic64_inc(&pool->exhausted);
@@ -216,32 +244,37 @@ struct ib_slot *ib_slot_get(struct ib_slot_qp *sqp)
 EXPORT_SYMBOL(ib_slot_get);
 
 /**
- * ib_slot_get_bulk - take several slots, all or nothing
+ * ib_slot_get_nr - take several slots, all or nothing, without waiting
  * @sqp: the QP the slots will post on
- * @nr: number of slots, at most the QP's fair share
- * @slots: filled with @nr slots on success
+ * @nr: number of slots (ib_slot_demand_slots()), at most the QP's share
+ * @lead: set to the first slot on success
  *
- * For a request that needs several rkeys.  Never leaves a partial
- * allocation behind.
+ * For a request larger than one slot's profile: a target's command whose
+ * RDMA READ or WRITE chain needs more WRs or MRs than one slot holds.
+ * The slots come joined: @lead posts with the credits of all of them, so
+ * each chain goes out with one doorbell and completes with one done(),
+ * and ib_slot_put() of @lead puts them all.  Only @lead is the caller's to
+ * use; joined slots do not fence (their MRs are rdma_rw's or none).
  *
  * Context: Process or softirq context; the slow path takes the pool's
- * lock with BHs off.  Does not sleep.
- * Return: 0, or -EAGAIN if @nr slots (or their credits) are not available
- * now, -EINVAL if they never can be.
+ * lock with BHs off.  Does not sleep or allocate.
+ * Return: 0, -EAGAIN if @nr slots (or their credits) are not available
+ * now, -EINVAL if they never can be, -ESHUTDOWN if the QP is closed or the
+ * pool is being destroyed.
  */
-int ib_slot_get_bulk(struct ib_slot_qp *sqp, unsigned int nr,
-		     struct ib_slot **slots)
+int ib_slot_get_nr(struct ib_slot_qp *sqp, unsigned int nr,
+		   struct ib_slot **lead)
 {
-	int ret;
+	int ret = ib_slot_bad_nr(sqp, nr);
 
-	if (ib_slot_bad_nr(sqp, nr))
-		return -EINVAL;
-	ret = ib_slot_get_fast(sqp, nr, slots);
+	if (ret)
+		return ret;
+	ret = ib_slot_get_fast(sqp, nr, lead);
 	if (ret == -EINVAL || ret == -ESHUTDOWN)
 		return ret;
 	return ret ? -EAGAIN : 0;
 }
-EXPORT_SYMBOL(ib_slot_get_bulk);
+EXPORT_SYMBOL(ib_slot_get_nr);
 
 /* An indexed pool's slot, already marked in use, is @sqp's now. */
 static struct ib_slot *ib_slot_claim(struct ib_slot_qp *sqp,
@@ -322,19 +355,20 @@ EXPORT_SYMBOL(ib_slot_get_reserved);
 
 /**
  * ib_slot_get_or_wait - take slots, or queue a waiter for them
- * @w: the waiter: @w->sqp, @w->nr, @w->slots and @w->resume set by the
- *	caller
+ * @w: the waiter: @w->sqp, @w->nr and @w->resume set by the caller
  *
- * Either fills @w->slots now, or queues @w at the tail of the pool's FIFO;
- * @w->resume then runs once the slots are granted, from the put that freed
- * them.  No wakeup is lost: resources returned while @w is being queued are
- * seen by the queueing or by the put.
+ * Either takes the slots now, or queues @w at the tail of the pool's FIFO;
+ * @w->resume then runs once the slots are granted (see &struct
+ * ib_slot_waiter for where), or once the QP is closed.  Granted slots come
+ * joined, as ib_slot_get_nr() returns them, with @w->lead the first.  No
+ * wakeup is lost: resources returned while @w is being queued are seen by
+ * the queueing or by the put.
  *
  * Context: Process or softirq context; the slow path takes the pool's
  * lock with BHs off.  Does not sleep.
- * Return: 0 if @w->slots were filled now, -EAGAIN if @w was queued, -EINVAL
- * if @w->nr slots can never be granted to the QP, -ESHUTDOWN if the pool
- * is being destroyed.
+ * Return: 0 if @w->lead was set now, -EAGAIN if @w was queued, -EINVAL if
+ * @w->nr slots can never be granted to the QP, -ESHUTDOWN if the QP is
+ * closed or the pool is being destroyed.
  */
 int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 {
@@ -343,16 +377,17 @@ int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 	int ret;
 
 	lockdep_assert_not_held(&pool->lock);
-	if (ib_slot_bad_nr(w->sqp, w->nr))
-		return -EINVAL;
-	ret = ib_slot_get_fast(w->sqp, w->nr, w->slots);
+	ret = ib_slot_bad_nr(w->sqp, w->nr);
+	if (ret)
+		return ret;
+	ret = ib_slot_get_fast(w->sqp, w->nr, &w->lead);
 	if (ret == -EINVAL || ret == -ESHUTDOWN || !ret)
 		return ret;
 
 	w->error = 0;
 	spin_lock_bh(&pool->lock);
-	if (unlikely(pool->dying)) {
-		/* Destroy already flushed the queue: nobody would resume @w. */
+	/* Destroy or close flushed the queue already: nobody would resume @w. */
+	if (unlikely(pool->dying || w->sqp->closed)) {
 		spin_unlock_bh(&pool->lock);
 		return -ESHUTDOWN;
 	}
@@ -362,8 +397,10 @@ int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 	ib_slot_scan_waiters(pool, &ready);
 	/* Granted at once: no resume, the caller has them. */
 	ret = w->queued ? -EAGAIN : 0;
-	if (!ret)
+	if (!ret) {
 		list_del_init(&w->entry);
+		ib_slot_resumed(w->sqp);
+	}
 	spin_unlock_bh(&pool->lock);
 
 	if (ret) {
@@ -383,8 +420,8 @@ EXPORT_SYMBOL(ib_slot_get_or_wait);
  * Context: Process or softirq context; the slow path takes the pool's
  * lock with BHs off.  Does not sleep.
  * Return: %true if @w was still queued and will not be resumed; %false if
- * it was already granted, so its resume has run or is about to run and
- * owns @w->slots.
+ * it was already granted or shut out, so its resume has run or is about
+ * to run, and owns @w->lead.
  */
 bool ib_slot_cancel_wait(struct ib_slot_waiter *w)
 {
@@ -420,21 +457,19 @@ static void ib_slot_wake_sleeper(struct ib_slot_waiter *w)
  * ib_slot_get_wait - take slots, sleeping until they are available
  * @sqp: the QP the slots will post on
  * @nr: number of slots, all or nothing
- * @slots: filled with @nr slots on success
+ * @lead: set to the first slot on success, as by ib_slot_get_nr()
  *
  * Context: Process context; sleeps until the slots are granted, the task
- * is killed, or the pool is destroyed.
- * Return: 0, -EINTR if killed, -ESHUTDOWN if the pool is being destroyed,
- * -EINVAL if @nr slots can never be granted to the QP.
+ * is killed, or the QP is closed or the pool destroyed.
+ * Return: 0, -EINTR if killed, -ESHUTDOWN if the QP is closed or the pool
+ * is being destroyed, -EINVAL if @nr slots can never be granted to the QP.
  */
 int ib_slot_get_wait(struct ib_slot_qp *sqp, unsigned int nr,
-		     struct ib_slot **slots)
+		     struct ib_slot **lead)
 {
 	struct ib_slot_sleeper s = {
-		.w = { .sqp = sqp, .nr = nr, .slots = slots,
-		       .resume = ib_slot_wake_sleeper },
+		.w = { .sqp = sqp, .nr = nr, .resume = ib_slot_wake_sleeper },
 	};
-	unsigned int i;
 	int ret;
 
 	might_sleep();
@@ -442,18 +477,22 @@ int ib_slot_get_wait(struct ib_slot_qp *sqp, unsigned int nr,
 	INIT_LIST_HEAD(&s.w.entry);
 	ret = ib_slot_get_or_wait(&s.w);
 	if (ret != -EAGAIN)
-		return ret;
-	if (!wait_for_completion_killable(&s.done))
-		return s.w.error;
+		goto out;
+	if (!wait_for_completion_killable(&s.done)) {
+		ret = s.w.error;
+		goto out;
+	}
 	if (ib_slot_cancel_wait(&s.w))
 		return -EINTR;
 	/* Granted while we were killed: wait for the grant, give it back. */
 	wait_for_completion(&s.done);
-	if (s.w.error)
-		return s.w.error;
-	for (i = 0; i < nr; i++)
-		ib_slot_put(slots[i]);
+	if (!s.w.error)
+		ib_slot_put(s.w.lead);
 	return -EINTR;
+out:
+	if (!ret)
+		*lead = s.w.lead;
+	return ret;
 }
 EXPORT_SYMBOL(ib_slot_get_wait);
 
@@ -475,7 +514,8 @@ static void ib_slot_unmap(struct ib_slot *slot)
 }
 
 /* The slots joined to @lead, whose posts have retired, go back with it. */
-static noinline void ib_slot_put_joined(struct ib_slot *lead)
+static noinline void ib_slot_put_joined(struct ib_slot *lead,
+					struct list_head *ready)
 {
 	struct ib_slot *slot = lead->joined, *next;
 
@@ -486,28 +526,22 @@ static noinline void ib_slot_put_joined(struct ib_slot *lead)
 		next = slot->joined;
 		slot->joined = NULL;
 		atomic_sub(IB_SLOT_JOINED, &slot->busy);
-		ib_slot_put(slot);
+		__ib_slot_put(slot, ready);
 	}
 }
 
-/**
- * ib_slot_put - return a slot and its credits
- * @slot: a slot whose posts have all completed
- *
- * Wakes waiters of the pool if the slot (and its QP's credits) let them
- * go.  The slots joined to it (ib_slot_join()) go back too.  Putting a
- * slot with a post or fence outstanding, a slot joined to another, or a
- * slot twice, is a bug: it warns and leaves the slot alone.
- *
- * Context: Process or softirq context (any context an &struct ib_cq
- * completion runs in).  Does not sleep.
+/*
+ * ib_slot_put() but for the resume of the waiters it grants, which are
+ * left on @ready: the put's caller resumes them, or hands them to the
+ * work item where it must not.  Inlined into ib_slot_put(), whose single
+ * slot case it is on the fast path.
  */
-void ib_slot_put(struct ib_slot *slot)
+static __always_inline void ib_slot_do_put(struct ib_slot *slot,
+					   struct list_head *ready)
 {
 	struct ib_slot_pool *pool = slot->pool;
 	struct ib_slot_qp *sqp = slot->sqp;
 	int avail, busy = atomic_read(&slot->busy);
-	LIST_HEAD(ready);
 
 	/* As get: waiters are granted under the pool's lock with BHs off. */
 	lockdep_assert_irqs_enabled();
@@ -515,7 +549,7 @@ void ib_slot_put(struct ib_slot *slot)
 	if (unlikely(busy & (IB_SLOT_OUTSTANDING | IB_SLOT_LEAD))) {
 		if (ib_slot_misuse(pool, busy & IB_SLOT_OUTSTANDING))
 			return;
-		ib_slot_put_joined(slot);
+		ib_slot_put_joined(slot, ready);
 	}
 	if (ib_slot_misuse(pool, !test_and_clear_bit(IB_SLOT_F_IN_USE,
 						     &slot->flags)))
@@ -539,89 +573,34 @@ void ib_slot_put(struct ib_slot *slot)
 			wake_up_var(&pool->avail);
 	} else {
 		/* Indexed pools never have waiters: this reads a zero. */
-		ib_slot_kick(pool, &ready);
+		ib_slot_kick(pool, ready);
 	}
 	rcu_read_unlock();
-	/* The slots the waiters were granted keep @pool alive. */
+}
+
+void __ib_slot_put(struct ib_slot *slot, struct list_head *ready)
+{
+	ib_slot_do_put(slot, ready);
+}
+
+/**
+ * ib_slot_put - return a slot and its credits
+ * @slot: a slot whose posts have all completed
+ *
+ * Wakes waiters of the pool if the slot (and its QP's credits) let them
+ * go.  The slots granted with it (ib_slot_get_nr()) go back too.  Putting
+ * a slot with a post or fence outstanding, a slot joined to another, or a
+ * slot twice, is a bug: it warns and leaves the slot alone.
+ *
+ * Context: Process or softirq context (any context an &struct ib_cq
+ * completion runs in).  Does not sleep.
+ */
+void ib_slot_put(struct ib_slot *slot)
+{
+	LIST_HEAD(ready);
+
+	ib_slot_do_put(slot, &ready);
+	/* The slots the waiters were granted keep the pool alive. */
 	ib_slot_resume_all(&ready);
 }
 EXPORT_SYMBOL(ib_slot_put);
-
-/**
- * ib_slot_join - let one slot post with the credits of several
- * @slots: slots of one pool for one QP, taken together (ib_slot_get_bulk()
- *	or a waiter for @nr), none of them posted, mapped or joined yet
- * @nr: number of @slots
- *
- * For a request larger than one slot's profile: a target's command whose
- * RDMA READ or WRITE chain needs more WRs than one slot may post
- * (ib_slot_nr_for()).  From now on @slots[0] posts with the credits of all
- * of them, so each of its chains goes out with one doorbell and completes
- * with one done(); the other slots neither post nor are put on their own,
- * and ib_slot_put() of @slots[0] puts them all.  Joined slots, @slots[0]
- * included, do not fence (-EBUSY): they are for targets, whose MRs are
- * rdma_rw's or none, invalidated lazily.
- *
- * Context: Any context.
- * Return: 0, or -EINVAL if @nr is 0, a slot is not in use, bound to
- * another QP, joined already, or (but @slots[0]) has posted or mapped
- * since its get; then nothing was joined.
- */
-int ib_slot_join(struct ib_slot **slots, unsigned int nr)
-{
-	struct ib_slot *lead;
-	struct ib_slot_pool *pool;
-	unsigned int i, j;
-
-	if (WARN_ON_ONCE(!nr))
-		return -EINVAL;
-	lead = slots[0];
-	pool = lead->pool;
-
-	for (i = 0; i < nr; i++) {
-		struct ib_slot *slot = slots[i];
-		bool bad = slot->pool != pool || slot->sqp != lead->sqp ||
-			   !test_bit(IB_SLOT_F_IN_USE, &slot->flags) ||
-			   (atomic_read(&slot->busy) & (IB_SLOT_OUTSTANDING |
-							IB_SLOT_LEAD));
-
-		/* Its credits must all be there to lend. */
-		if (i)
-			bad |= slot->sq_used ||
-			       !bitmap_empty(slot->mapped, IB_SLOT_MAX_MRS);
-		for (j = 0; j < i && !bad; j++)
-			bad = slots[j] == slot;
-		if (ib_slot_misuse(pool, bad))
-			return -EINVAL;
-	}
-	if (nr > 1)
-		atomic_add(IB_SLOT_LEAD, &lead->busy);
-	for (i = nr - 1; i > 0; i--) {
-		atomic_add(IB_SLOT_JOINED, &slots[i]->busy);
-		slots[i]->joined = lead->joined;
-		lead->joined = slots[i];
-		lead->sq_max += pool->cost.sqes;
-	}
-	return 0;
-}
-EXPORT_SYMBOL(ib_slot_join);
-
-/**
- * ib_slot_nr_for - how many slots a chain of WRs needs
- * @pool: the pool
- * @nr_wrs: RDMA READ or WRITE, send, REG_MR and LOCAL_INV WRs of the
- *	request, counted as rdma_rw_ctx_init() returns them
- *
- * Every such WR is counted at the units of the costliest of them, so the
- * slots, joined with ib_slot_join(), hold the chain whatever its mix.
- *
- * Context: Any context.
- * Return: the number of slots, at least one.
- */
-unsigned int ib_slot_nr_for(const struct ib_slot_pool *pool, u32 nr_wrs)
-{
-	u64 units = (u64)max(nr_wrs, 1U) * pool->max_units;
-
-	return min_t(u64, DIV_ROUND_UP_ULL(units, pool->cost.sqes), UINT_MAX);
-}
-EXPORT_SYMBOL(ib_slot_nr_for);

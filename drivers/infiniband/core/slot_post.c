@@ -137,13 +137,14 @@ static int ib_slot_wr_mr(const struct ib_slot *slot,
 
 /*
  * The provider refused @bad and what follows it.  Nothing refused can
- * complete, and what it took is unsignaled: no done() comes, so the slot
- * is still ours.  An MR whose REG_MR went out may hold its new key and
- * is invalidated before reuse; the others keep their mapping for a retry.
- * The refused WRs give their units back; the accepted ones stay charged,
- * as the Send Queue frees them only with a later signaled completion.
+ * complete, and what it took is unsignaled: no done() comes by itself.
+ * An MR whose REG_MR went out may hold its new key and is invalidated
+ * before reuse; the others keep their mapping for a retry.  The refused
+ * WRs give their units back; the accepted ones stay charged, as the Send
+ * Queue frees them only with a later signaled completion.  Returns
+ * whether the provider took part of the chain.
  */
-static void ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
+static bool ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
 			   const struct ib_send_wr *bad, unsigned long *mapped,
 			   const unsigned long *had_key, u32 n)
 {
@@ -172,11 +173,62 @@ static void ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
 	if (inv)
 		atomic64_add(inv, &pool->local_inv);
 	__clear_bit(IB_SLOT_F_DEFERRED, &slot->flags);
-	atomic_sub(IB_SLOT_POSTED + 1, &slot->busy);
-	if (bad != first)
-		dev_warn_ratelimited(&pool->dev->dev,
-				     "ib_slot: %s: provider took part of a post\n",
-				     pool->name);
+	if (bad == first) {
+		atomic_sub(IB_SLOT_POSTED + 1, &slot->busy);
+		return false;
+	}
+	dev_warn_ratelimited(&pool->dev->dev,
+			     "ib_slot: %s: provider took part of a post; QP %u to error\n",
+			     pool->name, slot->sqp->qp_num);
+	/* Still posted: the work flushes what was taken, then done() runs. */
+	llist_add(&slot->recycle, &pool->partial);
+	queue_work(ib_comp_unbound_wq, &pool->partial_work);
+	return true;
+}
+
+/*
+ * A post the provider took in part: its accepted WRs may still run (an
+ * RDMA READ into the ULP's pages), unsignaled, so no completion would say
+ * when they end.  Move the QP to the error state, which flushes them, and
+ * post a signaled WR behind them, as ib_drain_sq() does: its completion
+ * comes after theirs and retires the post, so done() runs once, after the
+ * last WR the device took, with the post's first error.  In process
+ * context, as ib_modify_qp() may sleep.
+ */
+void ib_slot_partial_work(struct work_struct *work)
+{
+	struct ib_slot_pool *pool = container_of(work, struct ib_slot_pool,
+						 partial_work);
+	struct llist_node *list = llist_del_all(&pool->partial);
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct ib_slot *slot, *tmp;
+
+	llist_for_each_entry_safe(slot, tmp, list, recycle) {
+		struct ib_rdma_wr marker = {
+			.wr = {
+				.wr_cqe = &slot->cqe,
+				.opcode = IB_WR_RDMA_WRITE,
+				.send_flags = IB_SEND_SIGNALED,
+			},
+		};
+		struct ib_qp *qp = slot->sqp->qp;
+		struct ib_wc wc = {
+			.wr_cqe = &slot->cqe,
+			.status = IB_WC_WR_FLUSH_ERR,
+			.qp = qp,
+		};
+
+		/* It may be in the error state already. */
+		ib_modify_qp(qp, &attr, IB_QP_STATE);
+		/* Not counted against the slot: the Send Queue flushes. */
+		if (!ib_post_send(qp, &marker.wr, NULL))
+			continue;
+		/* The device takes nothing, so what it took does not run. */
+		dev_warn(&pool->dev->dev,
+			 "ib_slot: %s: cannot flush QP %u; completing its post\n",
+			 pool->name, qp->qp_num);
+		ib_slot_wc_done(NULL, &wc);
+	}
 }
 
 /*
@@ -235,8 +287,11 @@ static bool ib_slot_wr_fits(const struct ib_slot_qp *sqp,
  * @wr may be a chain rdma_rw_ctx_wrs() built (pass it no cqe), with the
  * REG_MR and LOCAL_INV WRs of rdma_rw's own MRs: each WR takes a cqe of the
  * slot here, so a flushed RDMA WRITE in the middle of a chain reaches
- * done() like any other WR, instead of completing with no cqe.  A slot that
- * others are joined to (ib_slot_join()) posts with their credits too.
+ * done() like any other WR, instead of completing with no cqe.  A lead
+ * slot (ib_slot_get_nr()) posts with the credits of the slots granted with
+ * it.  A chain the provider takes in part counts as posted: the QP is
+ * moved to the error state and done() runs once, after the last WR the
+ * provider took, with an error status.
  *
  * The post may complete, and done() put the slot, before this returns:
  * once the chain is handed over, this touches neither @slot nor its pool.
@@ -245,8 +300,9 @@ static bool ib_slot_wr_fits(const struct ib_slot_qp *sqp,
  * Return: 0, -EBUSY if a post is outstanding or the slot is joined to
  * another, -ENOSPC if the chain exceeds the slot's credits, -EINVAL if the
  * slot is not in use, the chain is empty or holds a WR the QP cannot take
- * (opcode, SGE count), or the provider's error if it refused the chain;
- * then nothing of the chain is outstanding.
+ * (opcode, SGE count), or the provider's error if it refused the whole
+ * chain; whenever it returns an error, nothing of the chain is
+ * outstanding.
  */
 int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 {
@@ -345,7 +401,8 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	if (unlikely(ret)) {
 		if (inv)
 			atomic64_sub(inv, &pool->local_inv);
-		ib_slot_unpost(slot, first, bad, mapped, had_key, n);
+		if (ib_slot_unpost(slot, first, bad, mapped, had_key, n))
+			return 0;
 	}
 	return ret;
 }
@@ -659,7 +716,7 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
  * Return: 0 once the fence is armed (@fenced will run, with
  * %IB_WC_WR_FLUSH_ERR if the QP refused the chain), -EINVAL if @slot is
  * not in use, -EBUSY if a fence is already armed or the slot is joined
- * (ib_slot_join()), -ENOSPC if the slot's credits cannot hold the chain;
+ * (ib_slot_get_nr()), -ENOSPC if the slot's credits cannot hold the chain;
  * then @fenced is not called.
  */
 int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,

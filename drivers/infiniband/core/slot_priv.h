@@ -35,7 +35,7 @@
  */
 #define IB_SLOT_POSTED		BIT(29)
 #define IB_SLOT_FENCE_ARMED	BIT(30)
-/* Lends its credits to another slot (ib_slot_join()), and is put with it. */
+/* Lends its credits to the lead it was granted with, and is put with it. */
 #define IB_SLOT_JOINED		BIT(28)
 /* Has slots joined to it: its put puts them, and it does not fence. */
 #define IB_SLOT_LEAD		BIT(27)
@@ -109,6 +109,9 @@ struct ib_slot_pool {
 	/* Fenced slots whose rkey MRs must be replaced before fenced(). */
 	struct llist_head	recycle;
 	struct delayed_work	recycle_work;
+	/* Slots whose post the provider took in part: their QP is flushed. */
+	struct llist_head	partial;
+	struct work_struct	partial_work;
 	atomic64_t		exhausted;
 	atomic64_t		waits;
 	atomic64_t		resumed;
@@ -139,6 +142,10 @@ struct ib_slot_qp {
 	u64			skip_gen;
 	/* Waiters queued for this QP, under the pool's lock. */
 	u32			nr_waiters;
+	/* Waiters off the FIFO whose resume has yet to return. */
+	atomic_t		resuming;
+	/* ib_slot_qp_close() ran: no more gets, under the pool's lock. */
+	bool			closed;
 };
 
 #define ib_slot_misuse(pool, cond)					\
@@ -198,11 +205,14 @@ bool ib_slot_qp_costs_more(struct ib_slot_pool *pool, struct ib_qp *qp,
 
 /* slot_get.c */
 int ib_slot_grant(struct ib_slot_qp *sqp, unsigned int nr,
-		  struct ib_slot **slots);
+		  struct ib_slot **lead);
+void __ib_slot_put(struct ib_slot *slot, struct list_head *ready);
 
 /* slot_wait.c */
 void ib_slot_enqueue(struct ib_slot_waiter *w);
 void ib_slot_unqueue(struct ib_slot_waiter *w, struct list_head *list);
+void ib_slot_resumed(struct ib_slot_qp *sqp);
+void ib_slot_shut_out(struct ib_slot_waiter *w);
 void ib_slot_scan_waiters(struct ib_slot_pool *pool, struct list_head *ready);
 void __ib_slot_kick(struct ib_slot_pool *pool, struct list_head *ready);
 void __ib_slot_defer(struct ib_slot_pool *pool, struct list_head *ready);
@@ -228,7 +238,7 @@ static inline void ib_slot_kick(struct ib_slot_pool *pool,
 
 /*
  * Hand waiters granted in a context that must not resume them (a get, a
- * cancel, a detach) to the pool's work item.
+ * cancel, a close) to the pool's work item.
  */
 static inline void ib_slot_defer(struct ib_slot_pool *pool,
 				 struct list_head *ready)
@@ -250,5 +260,6 @@ void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc);
 void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc);
 void ib_slot_wc_tail(struct ib_cq *cq, struct ib_wc *wc);
 void ib_slot_recycle_work(struct work_struct *work);
+void ib_slot_partial_work(struct work_struct *work);
 
 #endif /* _IB_SLOT_PRIV_H */

@@ -24,13 +24,33 @@ LOG=${LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/ib-slot-check.XXXXXX")}
 export LOGDIR
 T0=$(now)
 
+# phase <name> <start>: note the seconds a phase took since <start>, for
+# the table at the end (phases).
+: > "$LOG/phases"
+phase() { echo "$(since "$2") $1" >> "$LOG/phases"; }
+
+# phases: every phase and VM test with its seconds, the slowest first.
+phases() {
+	sed -nE 's#^(PASS|FAIL) (vm/[^ ]+) \(([0-9.]+) s.*#\3 \2#p' \
+		"$LOG/vmtest.out" 2>/dev/null >> "$LOG/phases"
+	echo "phase                                     seconds"
+	sort -rn "$LOG/phases" |
+		awk '{ t = $1; $1 = ""; printf "%-40s %8.1f\n", substr($0, 2), t }'
+	printf '%-40s %8.1f\n' total "$(since "$T0")"
+}
+
+t=$(now)
 "$TOOLS/deps.sh" || die "could not install the build dependencies"
+phase deps "$t"
 # Again: on a fresh machine the base tree's version, and with it every path,
 # is known only once deps.sh has installed linux-source-6.12.
 . "$TOOLS/lib.sh"
+t=$(now)
 "$TOOLS/prepare.sh" || die "could not prepare the kernel tree"
+phase prepare "$t"
 
 say "static checks: checkpatch --strict, kernel-doc -Wall"
+t=$(now)
 cd "$SRC" || die "no tree at $SRC"
 # Without git history checkpatch cannot look a Fixes: commit up and calls
 # every one unknown.
@@ -51,9 +71,11 @@ for f in $(overlay_all); do
 	[ -z "$o" ] || echo "$o" | head -20
 done
 cd "$TOP" || die "no $TOP"
+phase "static checks" "$t"
 
 if [ "${SKIP_BISECT:-0}" != 1 ]; then
 	say "bisect: every patch builds on its own, W=1 clean"
+	t=$(now)
 	"$TOOLS/build.sh" --configure-only >/dev/null || die "configure failed"
 	n=0
 	for p in $(series); do
@@ -73,11 +95,13 @@ if [ "${SKIP_BISECT:-0}" != 1 ]; then
 	done
 	"$TOOLS/prepare.sh" >/dev/null 2>&1
 	rm -f "$BUILD/.ib-slot-config"	# the per-patch builds changed .config
+	phase bisect "$t"
 fi
 
 t=$(now)
 if "$TOOLS/build.sh" > "$LOG/build.log" 2>&1; then
 	verdict 0 "build/$FLAVOUR" "$(since "$t") s"
+	phase "kernel build" "$t"
 else
 	verdict 1 "build/$FLAVOUR" "see $LOG/build.log"
 	tail -30 "$LOG/build.log"
@@ -86,16 +110,21 @@ else
 fi
 
 # The benchmark module (make bench) is not run here, only built.
+t=$(now)
 check_ext tools/testing/ib_slot/bench
 verdict $? build/bench
+phase "bench module build" "$t"
 
+t=$(now)
 "$TOOLS/kunit.sh" 2>&1 | tee "$LOG/kunit.out"
 tally "$LOG/kunit.out" kunit
+phase kunit "$t"
 if [ "${SKIP_VM:-0}" != 1 ]; then
 	"$TOOLS/vmtest.sh" 2>&1 | tee "$LOG/vmtest.out"
 	tally "$LOG/vmtest.out" vmtest
 fi
 
 say "check finished in $(since "$T0") s, logs in $LOG"
+phases
 echo "$PASSED passed, $FAILED failed"
 [ $FAILED = 0 ]

@@ -13,6 +13,7 @@
 #include <linux/kthread.h>
 #include <linux/prandom.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/signal.h>
 #include <rdma/ib_slot.h>
 #include <rdma/rw.h>
 
@@ -111,9 +112,15 @@ static int fake_poll_cq(struct ib_cq *cq, int num_entries, struct ib_wc *wc)
 {
 	struct fake_ibdev *fdev = to_fdev(cq->device);
 	int n = 0;
+	u32 tail;
 
-	while (n < num_entries && fdev->wc_head != fdev->wc_tail)
-		wc[n++] = fdev->wcs[fdev->wc_head++ % FAKE_MAX_WCS];
+	/* Pairs with fake_push_wc(): the core's work items complete too. */
+	tail = smp_load_acquire(&fdev->wc_tail);
+
+	while (n < num_entries && fdev->wc_head != tail) {
+		wc[n++] = fdev->wcs[fdev->wc_head % FAKE_MAX_WCS];
+		WRITE_ONCE(fdev->wc_head, fdev->wc_head + 1);
+	}
 	return n;
 }
 
@@ -242,14 +249,16 @@ static int fake_query_qp_budget(struct ib_device *ibdev,
 static void fake_push_wc(struct fake_ibdev *fdev, struct ib_cqe *cqe,
 			 enum ib_wc_status status, enum ib_wr_opcode opcode)
 {
-	if (fdev->wc_tail - fdev->wc_head >= fdev->cq_depth) {
+	if (fdev->wc_tail - READ_ONCE(fdev->wc_head) >= fdev->cq_depth) {
 		fdev->cq_overflow++;
 		return;
 	}
-	fdev->wcs[fdev->wc_tail++ % FAKE_MAX_WCS] = (struct ib_wc){
+	fdev->wcs[fdev->wc_tail % FAKE_MAX_WCS] = (struct ib_wc){
 		.wr_cqe = cqe, .status = status,
 		.opcode = opcode == IB_WR_SEND ? IB_WC_SEND : IB_WC_RDMA_WRITE,
 	};
+	/* A test may poll while a work item of the core completes. */
+	smp_store_release(&fdev->wc_tail, fdev->wc_tail + 1);
 }
 
 static void fake_complete(struct fake_qp *fqp, u32 n,
@@ -307,6 +316,19 @@ static int fake_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 	return 0;
 }
 
+/* Moving to the error state flushes every outstanding WQE, as fake_fail(). */
+static int fake_modify_qp(struct ib_qp *qp, struct ib_qp_attr *attr,
+			  int attr_mask, struct ib_udata *udata)
+{
+	struct fake_qp *fqp = to_fqp(qp);
+
+	if (!(attr_mask & IB_QP_STATE) || attr->qp_state != IB_QPS_ERR)
+		return 0;
+	fake_complete(fqp, U32_MAX, IB_WC_WR_FLUSH_ERR);
+	fqp->error = true;
+	return 0;
+}
+
 static const struct ib_device_ops fake_ibdev_ops = {
 	.alloc_mr = fake_alloc_mr,
 	.alloc_mr_integrity = fake_alloc_mr_integrity,
@@ -320,6 +342,7 @@ static const struct ib_device_ops fake_ibdev_ops = {
 	.get_wr_cost = fake_get_wr_cost,
 	.map_mr_sg = fake_map_mr_sg,
 	.map_mr_sg_pi = fake_map_mr_sg_pi,
+	.modify_qp = fake_modify_qp,
 	.poll_cq = fake_poll_cq,
 	.post_send = fake_post_send,
 	.query_qp_budget = fake_query_qp_budget,
@@ -382,6 +405,10 @@ struct test_env {
 	struct ib_slot_pool	*pool;
 	struct ib_qp		*qp[2];
 	struct ib_slot_qp	*sqp[2];
+	/* What the device granted each QP, to attach it again. */
+	struct ib_qp_cap	cap[2];
+	/* test_pool() makes pools that resume every waiter from work. */
+	bool			resume_in_work;
 	unsigned int		nr_done;
 	/* done() puts the slot, and then maps the next owner's from reget. */
 	bool			put_in_done;
@@ -538,6 +565,7 @@ test_pool(struct kunit *test, const struct ib_slot_profile *profile,
 		.fair_share = fair_share,
 		.priv_size = sizeof(struct test_req),
 		.name = "kunit",
+		.resume_in_work = env->resume_in_work,
 		.done = test_done,
 	};
 	int ret;
@@ -607,6 +635,7 @@ static struct ib_slot_qp *test_qp(struct kunit *test, int i, u32 nr_slots)
 	ret = kunit_add_action_or_reset(test, ib_destroy_qp_action,
 					env->qp[i]);
 	KUNIT_ASSERT_EQ(test, ret, 0);
+	env->cap[i] = attr.cap;
 	env->sqp[i] = ib_slot_qp_attach(env->pool, env->qp[i], &attr.cap,
 					nr_slots);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->sqp[i]);
@@ -629,8 +658,42 @@ static bool test_wait_set(const unsigned int *v)
 {
 	unsigned int x;
 
-	return !read_poll_timeout(READ_ONCE, x, x, 20 * USEC_PER_MSEC,
-				  2 * USEC_PER_SEC, false, *v);
+	bool set = !read_poll_timeout(READ_ONCE, x, x, 20 * USEC_PER_MSEC,
+				      2 * USEC_PER_SEC, false, *v);
+
+	/* What the work item wrote before it set *@v. */
+	smp_rmb();
+	return set;
+}
+
+/*
+ * Poll the CQ until done() has run @n times for @slot, 2 s at most: a
+ * work item of the core may post the WR whose completion runs it.
+ */
+static bool test_poll_done(struct kunit *test, struct ib_slot *slot,
+			   unsigned int n)
+{
+	unsigned long end = jiffies + 2 * HZ;
+	struct test_req *req = ib_slot_priv(slot);
+
+	do {
+		test_poll(test);
+		if (req->done >= n)
+			return true;
+		usleep_range(1000, 2000);
+	} while (time_before(jiffies, end));
+	test_poll(test);
+	return req->done >= n;
+}
+
+/* The slots granted together: @lead and those joined to it. */
+static unsigned int chain_len(const struct ib_slot *lead)
+{
+	unsigned int n = 0;
+
+	for (; lead; lead = lead->joined)
+		n++;
+	return n;
 }
 
 static struct test_req *req_of(struct ib_slot *slot)
@@ -1161,19 +1224,24 @@ static void ib_slot_first_error(struct kunit *test)
 
 struct test_waiter {
 	struct ib_slot_waiter	w;
-	struct ib_slot		*slots[4];
 	int			*order;
 	int			*pos;
 	int			id;
 	unsigned int		resumed;
+	/* Slots the resume found granted (0 if no lead), and where it ran. */
+	unsigned int		nr_got;
+	struct task_struct	*task;
 };
 
 static void test_resume(struct ib_slot_waiter *w)
 {
 	struct test_waiter *tw = container_of(w, struct test_waiter, w);
 
-	tw->resumed++;
+	tw->nr_got = chain_len(w->lead);
+	tw->task = current;
 	tw->order[(*tw->pos)++] = tw->id;
+	/* Last: a test waits for it when the resume runs from work. */
+	smp_store_release(&tw->resumed, tw->resumed + 1);
 }
 
 static void waiter_init(struct test_waiter *tw, struct ib_slot_qp *sqp,
@@ -1183,19 +1251,71 @@ static void waiter_init(struct test_waiter *tw, struct ib_slot_qp *sqp,
 	INIT_LIST_HEAD(&tw->w.entry);
 	tw->w.sqp = sqp;
 	tw->w.nr = nr;
-	tw->w.slots = tw->slots;
 	tw->w.resume = test_resume;
 	tw->order = order;
 	tw->pos = pos;
 	tw->id = id;
 }
 
+/* The lead puts every slot granted with it. */
 static void put_all(struct test_waiter *tw)
 {
-	unsigned int i;
+	ib_slot_put(tw->w.lead);
+}
 
-	for (i = 0; i < tw->w.nr; i++)
-		ib_slot_put(tw->slots[i]);
+/*
+ * A waiter whose resume blocks until the test releases it: granted in a
+ * pool that resumes in work, it holds up the pool's work item.
+ */
+struct block_waiter {
+	struct test_waiter	tw;
+	struct completion	started;
+	struct completion	release;
+	int			order[1];
+	int			pos;
+};
+
+static void block_resume(struct ib_slot_waiter *w)
+{
+	struct block_waiter *bw = container_of(w, struct block_waiter, tw.w);
+
+	complete(&bw->started);
+	/* Bounded: a failed test must not wedge the work item. */
+	wait_for_completion_timeout(&bw->release, 10 * HZ);
+	test_resume(w);
+}
+
+static void block_release_action(void *bw)
+{
+	complete_all(&((struct block_waiter *)bw)->release);
+}
+
+/*
+ * Queue a blocking waiter for @sqp and grant it by putting @slot, in a
+ * pool that resumes in work: on return its resume runs in the pool's work
+ * item, blocked.  KUnit's memory: the release runs after the test returns.
+ */
+static struct block_waiter *block_work(struct kunit *test,
+				       struct ib_slot_qp *sqp,
+				       struct ib_slot *slot)
+{
+	struct test_env *env = test->priv;
+	struct block_waiter *bw;
+
+	KUNIT_ASSERT_TRUE(test, env->resume_in_work);
+	bw = kunit_kzalloc(test, sizeof(*bw), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, bw);
+	waiter_init(&bw->tw, sqp, 1, 99, bw->order, &bw->pos);
+	bw->tw.w.resume = block_resume;
+	init_completion(&bw->started);
+	init_completion(&bw->release);
+	/* Runs before the pool's destroy, which flushes the work item. */
+	test_action(test, block_release_action, bw);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&bw->tw.w), -EAGAIN);
+	ib_slot_put(slot);
+	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&bw->started,
+							  10 * HZ), 0);
+	return bw;
 }
 
 /* Exhaust, queue waiters, and resume them in FIFO order from put. */
@@ -1253,7 +1373,10 @@ static void ib_slot_large_not_starved(struct kunit *test)
 
 	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE, 0);
 	sqp = test_qp(test, 0, 4);
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 4, held), 0);
+	for (i = 0; i < 4; i++) {
+		held[i] = ib_slot_get(sqp);
+		KUNIT_ASSERT_NOT_NULL(test, held[i]);
+	}
 	waiter_init(&big, sqp, 3, 100, order, &pos);
 	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&big.w), -EAGAIN);
 
@@ -1266,6 +1389,7 @@ static void ib_slot_large_not_starved(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, small[i].resumed, 0);
 	}
 	KUNIT_EXPECT_EQ(test, big.resumed, 1);
+	KUNIT_EXPECT_EQ(test, big.nr_got, 3);
 	KUNIT_EXPECT_EQ(test, order[0], 100);
 	ib_slot_put(held[3]);
 	KUNIT_EXPECT_EQ(test, small[0].resumed, 1);
@@ -1280,30 +1404,40 @@ static void ib_slot_large_not_starved(struct kunit *test)
 }
 
 /* A multi-get that cannot be served takes nothing. */
-static void ib_slot_bulk_all_or_nothing(struct kunit *test)
+static void ib_slot_get_nr_all_or_nothing(struct kunit *test)
 {
 	struct ib_slot_pool_stats st;
-	struct ib_slot *held[3], *two[2] = { };
+	struct ib_slot *held[3], *two = NULL;
 	struct ib_slot_qp *sqp;
 	u32 credits;
+	int i;
 
 	test_pool(test, &one_rkey, 4, IB_SLOT_BACKPRESSURE, 0);
 	sqp = test_qp(test, 0, 4);
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 3, held), 0);
+	for (i = 0; i < 3; i++) {
+		held[i] = ib_slot_get(sqp);
+		KUNIT_ASSERT_NOT_NULL(test, held[i]);
+	}
 	credits = ib_slot_qp_credits(sqp);
 
-	KUNIT_EXPECT_EQ(test, ib_slot_get_bulk(sqp, 2, two), -EAGAIN);
-	KUNIT_EXPECT_NULL(test, two[0]);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_nr(sqp, 2, &two), -EAGAIN);
+	KUNIT_EXPECT_NULL(test, two);
 	test_stats(cur_env->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.in_use, 3);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), credits);
-	KUNIT_EXPECT_EQ(test, ib_slot_get_bulk(sqp, 5, two), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_nr(sqp, 5, &two), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_nr(sqp, 0, &two), -EINVAL);
+	KUNIT_EXPECT_NULL(test, two);
 
 	ib_slot_put(held[0]);
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 2, two), 0);
-	KUNIT_EXPECT_PTR_NE(test, two[0], two[1]);
-	ib_slot_put(two[0]);
-	ib_slot_put(two[1]);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, 2, &two), 0);
+	KUNIT_ASSERT_EQ(test, chain_len(two), 2);
+	KUNIT_EXPECT_PTR_NE(test, two, two->joined);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 0);
+	/* The lead's put returns both. */
+	ib_slot_put(two);
+	test_stats(cur_env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 2);
 	ib_slot_put(held[1]);
 	ib_slot_put(held[2]);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 12);
@@ -1334,11 +1468,124 @@ static void ib_slot_cancel(struct kunit *test)
 	put_all(&tw[1]);
 }
 
+/*
+ * A waiter for three joined slots at the head of the FIFO: as slots come
+ * back one by one, neither fresh gets of any QP nor the waiters behind it
+ * take them, and its resume finds all three joined to its lead.
+ */
+static void ib_slot_waiter_lead_fifo(struct kunit *test)
+{
+	struct test_waiter big, small[2];
+	struct ib_slot_pool_stats st;
+	int order[3], pos = 0, i;
+	struct ib_slot *held[4];
+	struct ib_slot_qp *sa, *sb;
+
+	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE, 0);
+	sa = test_qp(test, 0, 4);
+	sb = test_qp(test, 1, 4);
+	for (i = 0; i < 4; i++) {
+		held[i] = ib_slot_get(sb);
+		KUNIT_ASSERT_NOT_NULL(test, held[i]);
+	}
+	waiter_init(&big, sa, 3, 100, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&big.w), -EAGAIN);
+	waiter_init(&small[0], sb, 1, 0, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&small[0].w), -EAGAIN);
+	waiter_init(&small[1], sa, 1, 1, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&small[1].w), -EAGAIN);
+
+	for (i = 0; i < 3; i++) {
+		ib_slot_put(held[i]);
+		KUNIT_EXPECT_EQ(test, big.resumed, i == 2 ? 1U : 0U);
+		KUNIT_EXPECT_NULL(test, ib_slot_get(sa));
+		KUNIT_EXPECT_NULL(test, ib_slot_get(sb));
+		KUNIT_EXPECT_EQ(test, small[0].resumed + small[1].resumed, 0);
+		test_stats(cur_env->pool, &st);
+		KUNIT_EXPECT_EQ(test, st.in_use, i == 2 ? 4U : 3U - i);
+	}
+	KUNIT_EXPECT_EQ(test, order[0], 100);
+	KUNIT_EXPECT_EQ(test, big.nr_got, 3);
+	KUNIT_EXPECT_EQ(test, chain_len(big.w.lead), 3);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(big.w.lead), 3);
+
+	ib_slot_put(held[3]);
+	KUNIT_EXPECT_EQ(test, small[0].resumed, 1);
+	KUNIT_EXPECT_EQ(test, small[1].resumed, 0);
+	put_all(&big);
+	KUNIT_EXPECT_EQ(test, small[1].resumed, 1);
+	KUNIT_EXPECT_EQ(test, order[1], 0);
+	KUNIT_EXPECT_EQ(test, order[2], 1);
+	KUNIT_EXPECT_EQ(test, small[0].nr_got, 1);
+	KUNIT_EXPECT_EQ(test, small[1].nr_got, 1);
+	put_all(&small[0]);
+	put_all(&small[1]);
+	test_stats(cur_env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.waits, 3);
+	KUNIT_EXPECT_EQ(test, st.resumed, 3);
+}
+
+/*
+ * A closed QP takes no more slots, quietly (no misuse, even in a
+ * no-exhaust pool): every get refuses with -ESHUTDOWN, or NULL.  A slot it
+ * held is still the ULP's to put, and the pool's other QPs go on.
+ */
+static void ib_slot_close_refuses(struct kunit *test)
+{
+	struct ib_slot *held, *lead = NULL, *b[2];
+	struct ib_slot_pool_stats st;
+	struct test_waiter tw;
+	int order[1], pos = 0;
+	struct ib_slot_qp *sa, *sb;
+
+	test_pool(test, &send_only, 2, IB_SLOT_NO_EXHAUST, 0);
+	sa = test_qp(test, 0, 2);
+	sb = test_qp(test, 1, 2);
+	held = ib_slot_get(sa);
+	KUNIT_ASSERT_NOT_NULL(test, held);
+	ib_slot_qp_close(sa);
+	/* Again: nothing more. */
+	ib_slot_qp_close(sa);
+
+	KUNIT_EXPECT_EQ(test, ib_slot_get_nr(sa, 1, &lead), -ESHUTDOWN);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_nr(sa, 2, &lead), -ESHUTDOWN);
+	waiter_init(&tw, sa, 1, 0, order, &pos);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_or_wait(&tw.w), -ESHUTDOWN);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_wait(sa, 1, &lead), -ESHUTDOWN);
+	KUNIT_EXPECT_NULL(test, lead);
+	KUNIT_EXPECT_NULL(test, ib_slot_get(sa));
+	KUNIT_EXPECT_FALSE(test, ib_slot_qp_has_waiters(sa));
+	test_stats(cur_env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
+	KUNIT_EXPECT_EQ(test, st.in_use, 1);
+
+	ib_slot_put(held);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sa), 2);
+	KUNIT_EXPECT_NULL(test, ib_slot_get(sa));
+	b[0] = ib_slot_get(sb);
+	b[1] = ib_slot_get(sb);
+	KUNIT_EXPECT_NOT_NULL(test, b[0]);
+	KUNIT_EXPECT_NOT_NULL(test, b[1]);
+	if (b[0])
+		ib_slot_put(b[0]);
+	if (b[1])
+		ib_slot_put(b[1]);
+	/* Its waiter was never queued, so never resumed. */
+	KUNIT_EXPECT_EQ(test, tw.resumed, 0);
+	test_stats(cur_env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+}
+
 /* A call made in a kthread of its own; @done completes when it returns. */
 struct test_thread {
 	void			(*fn)(void *arg);
 	void			*arg;
 	struct completion	done;
+	/* Valid only while @fn runs. */
+	struct task_struct	*task;
 };
 
 static int test_thread_fn(void *data)
@@ -1363,6 +1610,7 @@ static void test_thread_start(struct kunit *test, struct test_thread *t,
 	KUNIT_ASSERT_FALSE(test, IS_ERR(task));
 	if (cpu >= 0)
 		kthread_bind(task, cpu);
+	t->task = task;
 	wake_up_process(task);
 }
 
@@ -1370,6 +1618,8 @@ struct sleeper {
 	struct ib_slot_qp	*sqp;
 	struct ib_slot		*slot;
 	struct completion	started;
+	/* SIGKILL may end the wait. */
+	bool			killable;
 	int			ret;
 };
 
@@ -1377,6 +1627,8 @@ static void sleeper_fn(void *data)
 {
 	struct sleeper *s = data;
 
+	if (s->killable)
+		allow_signal(SIGKILL);
 	complete(&s->started);
 	s->ret = ib_slot_get_wait(s->sqp, 1, &s->slot);
 }
@@ -1471,13 +1723,20 @@ static void ib_slot_fair_share(struct kunit *test)
 {
 	struct ib_slot *qa[2], *qb[2];
 	struct ib_slot_qp *sa, *sb;
+	int i;
 
 	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE, 2);
 	sa = test_qp(test, 0, 4);
 	sb = test_qp(test, 1, 4);
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sa, 2, qa), 0);
+	for (i = 0; i < 2; i++) {
+		qa[i] = ib_slot_get(sa);
+		KUNIT_ASSERT_NOT_NULL(test, qa[i]);
+	}
 	KUNIT_EXPECT_NULL(test, ib_slot_get(sa));
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sb, 2, qb), 0);
+	for (i = 0; i < 2; i++) {
+		qb[i] = ib_slot_get(sb);
+		KUNIT_ASSERT_NOT_NULL(test, qb[i]);
+	}
 	KUNIT_EXPECT_NULL(test, ib_slot_get(sb));
 	ib_slot_put(qa[0]);
 	ib_slot_put(qa[1]);
@@ -1499,7 +1758,10 @@ static void ib_slot_credits_per_qp(struct kunit *test)
 	test_pool(test, &one_rkey, 8, IB_SLOT_BACKPRESSURE, 0);
 	sa = test_qp(test, 0, 2);
 	sb = test_qp(test, 1, 8);
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sa, 2, a), 0);
+	a[0] = ib_slot_get(sa);
+	a[1] = ib_slot_get(sa);
+	KUNIT_ASSERT_NOT_NULL(test, a[0]);
+	KUNIT_ASSERT_NOT_NULL(test, a[1]);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sa), 0);
 	waiter_init(&tw, sa, 1, 0, order, &pos);
 	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&tw.w), -EAGAIN);
@@ -1507,8 +1769,9 @@ static void ib_slot_credits_per_qp(struct kunit *test)
 	/* QP a's waiter is short of its own credits: b is not held back. */
 	waiter_init(&twb, sb, 1, 1, order, &pos);
 	KUNIT_EXPECT_EQ(test, ib_slot_get_or_wait(&twb.w), 0);
-	b = twb.slots[0];
+	b = twb.w.lead;
 	KUNIT_ASSERT_NOT_NULL(test, b);
+	KUNIT_EXPECT_EQ(test, chain_len(b), 1);
 	ib_slot_put(b);
 	KUNIT_EXPECT_EQ(test, tw.resumed, 0);
 	ib_slot_put(a[0]);
@@ -1892,16 +2155,17 @@ static void write_chain(struct ib_send_wr *wrs, unsigned int n)
 }
 
 /*
- * Slots joined for a request larger than one: the lead posts a chain of
- * up to all their units with one doorbell, one signaled WR and one done(),
- * and its put returns them all, each with the room of one slot again.
+ * Slots granted together for a request larger than one come joined: the
+ * lead posts a chain of up to all their units with one doorbell, one
+ * signaled WR and one done(), and its put returns them all, each a slot
+ * of its own again.
  */
 static void ib_slot_join_posts_once(struct kunit *test)
 {
 	struct test_env *env = test->priv;
 	struct ib_slot_pool_stats st;
 	struct ib_send_wr wrs[8];
-	struct ib_slot *slots[3];
+	struct ib_slot *lead, *s, *slots[3];
 	struct test_waiter tw;
 	struct ib_cqe *cqe;
 	int order[1], pos = 0;
@@ -1913,20 +2177,25 @@ static void ib_slot_join_posts_once(struct kunit *test)
 	test_pool(test, &two_writes, 3, IB_SLOT_BACKPRESSURE, 0);
 	sqp = test_qp(test, 0, 3);
 	fqp = to_fqp(env->qp[0]);
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 3, slots), 0);
-	for (i = 0; i < 3; i++)
-		KUNIT_EXPECT_EQ(test, ib_slot_room(slots[i]), 3);
-	KUNIT_ASSERT_EQ(test, ib_slot_join(slots, 3), 0);
-	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 9);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, 3, &lead), 0);
+	/* Two more slots behind the lead, each of its own tag, held. */
+	KUNIT_ASSERT_EQ(test, chain_len(lead), 3);
+	KUNIT_EXPECT_NE(test, lead->tag, lead->joined->tag);
+	KUNIT_EXPECT_NE(test, lead->tag, lead->joined->joined->tag);
+	KUNIT_EXPECT_NE(test, lead->joined->tag, lead->joined->joined->tag);
+	for (s = lead; s; s = s->joined)
+		KUNIT_EXPECT_NE(test, atomic_read(&s->busy), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(lead), 9);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 0);
 
 	/* Eight units: more than one slot holds, fewer than three. */
 	write_chain(wrs, 8);
-	KUNIT_EXPECT_EQ(test, ib_slot_post(slots[0], wrs), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_post(lead, wrs), 0);
 	KUNIT_EXPECT_EQ(test, env->fdev->doorbells, 1);
 	KUNIT_EXPECT_EQ(test, env->fdev->posted, 8);
-	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(lead), 1);
 	for (i = 0; i < 8; i++) {
-		cqe = i == 7 ? &slots[0]->cqe : &slots[0]->aux_cqe;
+		cqe = i == 7 ? &lead->cqe : &lead->aux_cqe;
 		signaled += fqp->ring[i].signaled;
 		KUNIT_EXPECT_PTR_EQ(test, fqp->ring[i].cqe, cqe);
 	}
@@ -1935,69 +2204,234 @@ static void ib_slot_join_posts_once(struct kunit *test)
 	fake_complete_all(fqp);
 	test_poll(test);
 	KUNIT_EXPECT_EQ(test, env->nr_done, 1);
-	KUNIT_EXPECT_EQ(test, req_of(slots[0])->done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(lead)->done, 1);
 
 	/* The last unit of the three, in a post of its own. */
 	write_chain(wrs, 1);
-	KUNIT_ASSERT_EQ(test, ib_slot_post(slots[0], wrs), 0);
-	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(lead, wrs), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(lead), 0);
 	fake_complete_all(fqp);
 	test_poll(test);
 	KUNIT_EXPECT_EQ(test, env->nr_done, 2);
 
-	ib_slot_put(slots[0]);
+	slots[0] = lead;
+	slots[1] = lead->joined;
+	slots[2] = lead->joined->joined;
+	ib_slot_put(lead);
 	test_stats(env->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.in_use, 0);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 9);
-	/* All three are free: a waiter for three has them at once. */
+	for (i = 0; i < 3; i++) {
+		KUNIT_EXPECT_NULL(test, slots[i]->joined);
+		KUNIT_EXPECT_EQ(test, atomic_read(&slots[i]->busy), 0);
+	}
+	/* All three are free: a waiter for three has them at once, joined. */
 	waiter_init(&tw, sqp, 3, 0, order, &pos);
 	ret = ib_slot_get_or_wait(&tw.w);
 	if (ret == -EAGAIN)
 		ib_slot_cancel_wait(&tw.w);
 	KUNIT_ASSERT_EQ(test, ret, 0);
+	KUNIT_EXPECT_EQ(test, chain_len(tw.w.lead), 3);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(tw.w.lead), 9);
+	put_all(&tw);
 	/* Each of them is a slot of its own again. */
 	for (i = 0; i < 3; i++) {
-		KUNIT_EXPECT_EQ(test, ib_slot_room(tw.slots[i]), 3);
+		slots[i] = ib_slot_get(sqp);
+		KUNIT_ASSERT_NOT_NULL(test, slots[i]);
+		KUNIT_EXPECT_NULL(test, slots[i]->joined);
+		KUNIT_EXPECT_EQ(test, ib_slot_room(slots[i]), 3);
 		write_chain(&wrs[i], 1);
-		KUNIT_EXPECT_EQ(test, ib_slot_post(tw.slots[i], &wrs[i]), 0);
+		KUNIT_EXPECT_EQ(test, ib_slot_post(slots[i], &wrs[i]), 0);
 	}
 	fake_complete_all(fqp);
 	test_poll(test);
 	KUNIT_EXPECT_EQ(test, env->nr_done, 5);
-	put_all(&tw);
+	for (i = 0; i < 3; i++)
+		ib_slot_put(slots[i]);
 	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
 	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+}
+
+/*
+ * One get for a request larger than a slot: the lead holds the room of all
+ * the slots, a chain that fills it goes out in one post and completes with
+ * one done(), and the put of the lead gives every slot and credit back.  A
+ * get that cannot be served now takes nothing; one beyond the QP's share
+ * never can be.
+ */
+static void ib_slot_get_nr_joined(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot *lead, *other = NULL;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr wrs[9];
+	struct ib_slot_qp *sqp;
+	struct fake_qp *fqp;
+	u32 sqes, full;
+
+	test_pool(test, &two_writes, 4, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 4);
+	fqp = to_fqp(env->qp[0]);
+	sqes = ib_slot_pool_sqes(env->pool);
+	KUNIT_ASSERT_EQ(test, sqes, 3);
+	full = ib_slot_qp_credits(sqp);
+	KUNIT_EXPECT_EQ(test, full, 4 * sqes);
+
+	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, 3, &lead), 0);
+	KUNIT_EXPECT_EQ(test, chain_len(lead), 3);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(lead), 3 * sqes);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), full - 3 * sqes);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 3);
+
+	/* Two more are not there: nothing is taken. */
+	KUNIT_EXPECT_EQ(test, ib_slot_get_nr(sqp, 2, &other), -EAGAIN);
+	KUNIT_EXPECT_NULL(test, other);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 3);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), full - 3 * sqes);
+	/* Five are more than the QP's share: never. */
+	KUNIT_EXPECT_EQ(test, ib_slot_get_nr(sqp, 5, &other), -EINVAL);
+	KUNIT_EXPECT_NULL(test, other);
+
+	/* A chain that fills the room: one doorbell, one done(). */
+	write_chain(wrs, 3 * sqes);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(lead, wrs), 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->doorbells, 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(lead), 0);
+	KUNIT_EXPECT_EQ(test, fqp->used, 3 * sqes);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, env->nr_done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(lead)->status, IB_WC_SUCCESS);
+
+	ib_slot_put(lead);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), full);
+	/* Every slot is back: four, the whole share, come at once. */
+	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, 4, &lead), 0);
+	KUNIT_EXPECT_EQ(test, chain_len(lead), 4);
+	ib_slot_put(lead);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), full);
+	KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
+}
+
+/*
+ * get_nr() and get_or_wait() of joined slots allocate nothing: with every
+ * fault point after the pool's own fail_get failing (fail-nth, which
+ * failslab honours for any allocation), they still succeed, and nothing
+ * but fail_get was asked.
+ */
+static void ib_slot_get_nr_no_alloc(struct kunit *test)
+{
+#if IS_ENABLED(CONFIG_FAILSLAB)
+	struct ib_slot_pool_stats st;
+	struct test_waiter tw[2];
+	int order[2], pos = 0;
+	struct ib_slot *lead, *one;
+	struct ib_slot_qp *sqp;
+	unsigned int left;
+	int ret;
+
+	test_pool(test, &send_only, 8, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 8);
+
+	/* 2: fail_get is asked first, the next fault point fails. */
+	WRITE_ONCE(current->fail_nth, 2);
+	ret = ib_slot_get_nr(sqp, 4, &lead);
+	left = READ_ONCE(current->fail_nth);
+	WRITE_ONCE(current->fail_nth, 0);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	KUNIT_EXPECT_EQ(test, left, 1);
+	KUNIT_EXPECT_EQ(test, chain_len(lead), 4);
+
+	/* Granted at once. */
+	waiter_init(&tw[0], sqp, 4, 0, order, &pos);
+	WRITE_ONCE(current->fail_nth, 2);
+	ret = ib_slot_get_or_wait(&tw[0].w);
+	left = READ_ONCE(current->fail_nth);
+	WRITE_ONCE(current->fail_nth, 0);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	KUNIT_EXPECT_EQ(test, left, 1);
+	KUNIT_EXPECT_EQ(test, chain_len(tw[0].w.lead), 4);
+
+	/* Queued, then granted and resumed by a put. */
+	ib_slot_put(lead);
+	one = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, one);
+	waiter_init(&tw[1], sqp, 4, 1, order, &pos);
+	WRITE_ONCE(current->fail_nth, 2);
+	ret = ib_slot_get_or_wait(&tw[1].w);
+	left = READ_ONCE(current->fail_nth);
+	WRITE_ONCE(current->fail_nth, 0);
+	KUNIT_ASSERT_EQ(test, ret, -EAGAIN);
+	KUNIT_EXPECT_EQ(test, left, 1);
+	WRITE_ONCE(current->fail_nth, 1);
+	ib_slot_put(one);
+	left = READ_ONCE(current->fail_nth);
+	WRITE_ONCE(current->fail_nth, 0);
+	KUNIT_EXPECT_EQ(test, left, 1);
+	KUNIT_EXPECT_EQ(test, tw[1].resumed, 1);
+	KUNIT_EXPECT_EQ(test, tw[1].nr_got, 4);
+
+	put_all(&tw[0]);
+	put_all(&tw[1]);
+	test_stats(cur_env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.exhausted, 1);
+#else
+	kunit_skip(test, "needs CONFIG_FAILSLAB");
+#endif
+}
+
+/* The slots a request of @nr WRs, and no rdma_rw MR, takes on @sqp. */
+static unsigned int demand_wrs(struct ib_slot_qp *sqp, u32 nr)
+{
+	struct ib_slot_demand d = { };
+
+	ib_slot_demand_wrs(&d, nr);
+	return ib_slot_demand_slots(sqp, &d);
 }
 
 /*
  * A request of @nr_wrs WRs takes the slots that hold them whatever their
  * mix: each counted at the units of the costliest WR a chain may hold.
  */
-static void ib_slot_nr_for_units(struct kunit *test)
+static void ib_slot_demand_units(struct kunit *test)
 {
 	struct test_env *env = test->priv;
-	struct ib_slot_pool *pool;
+	struct ib_slot_demand d = { };
 	struct ib_slot_cost cost;
+	struct ib_slot_qp *sqp;
 
 	/* Every WR one unit: a slot holds three. */
-	pool = test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
-	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 0), 1);
-	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 1), 1);
-	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 3), 1);
-	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 4), 2);
-	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 7), 3);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, 0), 1);
+	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, 1), 1);
+	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, 3), 1);
+	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, 4), 2);
+	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, 7), 3);
+	/* Counted across calls. */
+	ib_slot_demand_wrs(&d, 3);
+	ib_slot_demand_wrs(&d, 3);
+	KUNIT_EXPECT_EQ(test, ib_slot_demand_slots(sqp, &d), 2);
 
 	/* REG_MR takes three units, and so does every WR of the count. */
 	env->fdev->bb_model = true;
 	KUNIT_ASSERT_EQ(test, ib_slot_profile_cost(&env->fdev->ibdev,
 						   &one_rkey, &cost), 0);
 	KUNIT_ASSERT_EQ(test, cost.sqes, 6);
-	pool = test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
-	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, 1), 1);
-	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, cost.sqes / 3), 1);
-	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, cost.sqes / 3 + 1), 2);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 1, 1);
+	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, 1), 1);
+	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, cost.sqes / 3), 1);
+	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, cost.sqes / 3 + 1), 2);
 	/* 3 * (2^32 - 1) units, 6 a slot: no 32-bit overflow on the way. */
-	KUNIT_EXPECT_EQ(test, ib_slot_nr_for(pool, U32_MAX), 0x80000000U);
+	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, U32_MAX), 0x80000000U);
 }
 
 static void test_clear_ports(void *dev)
@@ -2107,6 +2541,302 @@ static void ib_slot_rw_mrs_caps(struct kunit *test)
 		for (i = 0; i < 4; i++)
 			ib_slot_put(slots[i]);
 	}
+}
+
+/* QP 0 for a pool of rdma_rw's lkey MRs: its caps need the port. */
+static struct ib_slot_qp *test_rw_qp(struct kunit *test, u32 nr_slots)
+{
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr attr = { .qp_type = IB_QPT_RC, .port_num = 1 };
+	struct ib_slot_qp *sqp;
+	u32 nr_cqe = 0;
+
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, nr_slots, &attr,
+					      &nr_cqe), 0);
+	test_qp_of(test, &attr, nr_cqe);
+	env->cap[0] = attr.cap;
+	sqp = ib_slot_qp_attach(env->pool, env->qp[0], &attr.cap, nr_slots);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sqp);
+	test_action(test, ib_slot_qp_detach_action, sqp);
+	env->sqp[0] = sqp;
+	return sqp;
+}
+
+/* A device's limits, as rdma_rw and the cost model read them. */
+struct rw_dev_case {
+	const char	*desc;
+	u32		send_sge;	/* attrs.max_send_sge, and the QP's */
+	u32		sge_rd;		/* attrs.max_sge_rd */
+	u32		sgl_rd;		/* attrs.max_sgl_rd */
+	u32		mr_pages;	/* attrs.max_fast_reg_page_list_len */
+	bool		iwarp;
+	bool		bb_model;	/* REG_MR 3 units, LOCAL_INV 2 */
+};
+
+static const struct rw_dev_case rw_dev_cases[] = {
+	{ "RoCE, 4 SGEs", 4, 4, 0, 8 },
+	{ "READ SGEs below Send SGEs", 4, 2, 0, 8 },
+	{ "one SGE", 1, 1, 0, 8 },
+	{ "max_sgl_rd 4", 4, 4, 4, 8 },
+	{ "max_sgl_rd 2, one READ SGE", 4, 1, 2, 8 },
+	{ "max_sgl_rd 4, REG_MR 3 units", 4, 4, 4, 8, false, true },
+	{ "iWARP", 4, 1, 0, 8, true },
+	{ "iWARP, REG_MR 3 units", 4, 2, 0, 8, true, true },
+};
+
+static void rw_dev_case_desc(const struct rw_dev_case *c, char *desc)
+{
+	strscpy(desc, c->desc, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(rw_dev, rw_dev_cases, rw_dev_case_desc);
+
+#define RW_SLOTS	16
+#define RW_MAX_SG	96
+
+struct rw_run {
+	struct ib_slot_qp	*sqp;
+	struct scatterlist	*sgl;
+	void			*buf;
+	/* The pool's units per slot, and rdma_rw MRs per slot. */
+	u32			sqes;
+	u32			lkey;
+	/* Transfers whose WRs rdma_rw_max_wrs() counted exactly. */
+	unsigned int		exact;
+	/* Of those, chains that fill their slots to the last unit. */
+	unsigned int		boundary;
+};
+
+/*
+ * One transfer of @n pages in direction @dir: the chain rdma_rw_ctx_init()
+ * builds on QP 0 and a SEND behind it, posted through the slots that
+ * ib_slot_demand_slots() asked for.  They hold it, and are no more than
+ * it needs when rdma_rw_max_wrs() counted its WRs exactly.
+ */
+static void rw_check(struct kunit *test, struct rw_run *r, u32 n,
+		     enum dma_data_direction dir)
+{
+	struct test_env *env = test->priv;
+	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	u32 wrs = 0, units = 0, mrs = 0, est, need, want, i;
+	struct scatterlist *sgl = r->sgl;
+	struct ib_slot_qp *sqp = r->sqp;
+	struct ib_qp *qp = env->qp[0];
+	struct ib_slot_demand d = { };
+	struct ib_send_wr *wr, *first;
+	struct rdma_rw_ctx ctx;
+	unsigned long flags;
+	struct ib_slot *lead;
+	unsigned int done;
+	struct ib_mr *mr;
+	int ret;
+
+	ib_slot_demand_rw(&d, sqp, 1, n, dir);
+	est = d.nr_wrs;
+	ib_slot_demand_wrs(&d, 1);
+	want = ib_slot_demand_slots(sqp, &d);
+
+	/* Every MR of the QP was used before: each takes a LOCAL_INV. */
+	spin_lock_irqsave(&qp->mr_lock, flags);
+	list_for_each_entry(mr, &qp->rdma_mrs, qp_entry)
+		mr->need_inval = true;
+	spin_unlock_irqrestore(&qp->mr_lock, flags);
+
+	sg_init_table(sgl, n);
+	for (i = 0; i < n; i++)
+		sg_set_buf(&sgl[i], r->buf, PAGE_SIZE);
+	ret = rdma_rw_ctx_init(&ctx, qp, 1, sgl, n, 0, 0x10000, 0x1234, dir);
+	KUNIT_ASSERT_GT_MSG(test, ret, 0, "%u pages, dir %d", n, dir);
+	first = rdma_rw_ctx_wrs(&ctx, qp, 1, NULL, &send);
+	for (wr = first; wr; wr = wr->next) {
+		units += fake_units(env->fdev, wr->opcode);
+		mrs += wr->opcode == IB_WR_REG_MR;
+		wrs += wr != &send;
+	}
+	KUNIT_EXPECT_EQ_MSG(test, wrs, ret, "%u pages, dir %d", n, dir);
+	KUNIT_EXPECT_EQ_MSG(test, d.nr_rw_mrs, mrs, "%u pages, dir %d", n,
+			    dir);
+	need = DIV_ROUND_UP(units, r->sqes);
+	if (mrs)
+		need = max(need, r->lkey ? DIV_ROUND_UP(mrs, r->lkey) :
+					   UINT_MAX);
+	KUNIT_EXPECT_GE_MSG(test, want, need, "%u pages, dir %d: %u WRs, %u units, %u MRs",
+			    n, dir, wrs, units, mrs);
+	if (est == wrs && !env->fdev->bb_model) {
+		KUNIT_EXPECT_EQ_MSG(test, want, need, "%u pages, dir %d: %u WRs, %u MRs",
+				    n, dir, wrs, mrs);
+		r->exact++;
+		r->boundary += units == want * r->sqes;
+	}
+
+	/* The slots asked for take the chain, in one post. */
+	ret = want <= RW_SLOTS ? ib_slot_get_nr(sqp, want, &lead) : -E2BIG;
+	KUNIT_EXPECT_EQ_MSG(test, ret, 0, "%u pages, dir %d", n, dir);
+	if (!ret) {
+		KUNIT_EXPECT_GE(test, ib_slot_room(lead), units);
+		if (ib_slot_room(lead) >= units) {
+			done = env->nr_done;
+			KUNIT_EXPECT_EQ(test, ib_slot_post(lead, first), 0);
+			fake_complete_all(to_fqp(qp));
+			test_poll(test);
+			KUNIT_EXPECT_EQ(test, env->nr_done, done + 1);
+			KUNIT_EXPECT_EQ(test, req_of(lead)->status,
+					IB_WC_SUCCESS);
+		}
+		ib_slot_put(lead);
+	}
+	rdma_rw_ctx_destroy(&ctx, qp, 1, sgl, n, dir);
+}
+
+/*
+ * Transfers around the limits of @c: one SGE, a WR's SGEs, an MR's pages,
+ * max_sgl_rd, and WRITEs of 2 * sqes - 1 WRs, which with a SEND fill two
+ * slots to the last unit.
+ */
+static void rw_check_all(struct kunit *test, struct rw_run *r,
+			 const struct rw_dev_case *c)
+{
+	static const enum dma_data_direction dirs[] = {
+		DMA_TO_DEVICE, DMA_FROM_DEVICE,
+	};
+	u32 s = c->send_sge, m = c->mr_pages;
+	u32 b = c->bb_model ? 0 : (2 * r->sqes - 1) * s;
+	u32 pages[] = {
+		1, s - 1, s, s + 1, 3 * s, m, m + 1, 2 * m, 2 * m + 1,
+		c->sgl_rd, c->sgl_rd ? c->sgl_rd + 1 : 0, b, b ? b + 1 : 0,
+	};
+	unsigned int i, j;
+
+	for (i = 0; i < ARRAY_SIZE(pages); i++) {
+		if (!pages[i] || pages[i] > RW_MAX_SG)
+			continue;
+		for (j = 0; j < ARRAY_SIZE(dirs); j++)
+			rw_check(test, r, pages[i], dirs[j]);
+	}
+}
+
+/*
+ * What ib_slot_demand_rw() counts before anything is allocated holds what
+ * rdma_rw_ctx_init() then builds, on the fake device, for transfers around
+ * each device's limits in both directions: direct SGEs, MRs (iWARP,
+ * max_sgl_rd), and Send Queue units that differ by opcode.  The
+ * rdma_rw_force_mr path is not covered: that parameter of ib_core is
+ * read-only and set at load.
+ */
+static void ib_slot_demand_rw_matches_rdma_rw(struct kunit *test)
+{
+	const struct rw_dev_case *c = test->param_value;
+	struct ib_slot_profile p = {
+		.nr_sends = 1, .max_send_sge = c->send_sge,
+	};
+	struct test_env *env = test->priv;
+	struct ib_device *dev = &env->fdev->ibdev;
+	struct rw_run r = { };
+
+	if (!ib_uses_virt_dma(dev))
+		kunit_skip(test, "rdma_rw would map for a real DMA device");
+	dev->attrs.max_send_sge = c->send_sge;
+	dev->attrs.max_sge_rd = c->sge_rd;
+	dev->attrs.max_sgl_rd = c->sgl_rd;
+	dev->attrs.max_fast_reg_page_list_len = c->mr_pages;
+	env->fdev->bb_model = c->bb_model;
+	test_ports(test);
+	if (c->iwarp) {
+		dev->port_data[1].immutable.core_cap_flags =
+			RDMA_CORE_PORT_IWARP;
+		dev->node_type = RDMA_NODE_RNIC;
+	}
+	/* A slot moves two WRs of SGEs, with rdma_rw's MRs for them. */
+	ib_slot_profile_rw(&p, dev, 1, 2 * c->send_sge);
+	r.lkey = p.nr_lkey_mrs;
+	KUNIT_EXPECT_EQ(test, r.lkey, c->iwarp || c->sgl_rd ?
+			DIV_ROUND_UP(2 * c->send_sge, c->mr_pages) : 0);
+	test_pool(test, &p, RW_SLOTS, IB_SLOT_BACKPRESSURE, 0);
+	r.sqp = test_rw_qp(test, RW_SLOTS);
+	r.sqes = ib_slot_pool_sqes(env->pool);
+	r.buf = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
+	r.sgl = kunit_kcalloc(test, RW_MAX_SG, sizeof(*r.sgl), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, r.buf);
+	KUNIT_ASSERT_NOT_NULL(test, r.sgl);
+
+	rw_check_all(test, &r, c);
+	kunit_info(test, "%u units a slot: %u transfers counted exactly, %u filling their slots\n",
+		   r.sqes, r.exact, r.boundary);
+	if (!c->bb_model) {
+		KUNIT_EXPECT_GT(test, r.exact, 0);
+		KUNIT_EXPECT_GT(test, r.boundary, 0);
+	}
+	KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
+}
+
+static const struct ib_slot_profile rw_two_mrs = {
+	.nr_lkey_mrs = 2, .rw_mrs = true, .max_pages_per_mr = 16,
+	.max_rdma_sges = 2, .nr_sends = 1,
+};
+
+/*
+ * The MRs a request takes from the QP's rdma_rw pool bound its slots too,
+ * each slot bringing its share of that pool.  Slots that bring none can
+ * never hold a request that needs one: UINT_MAX, which every get refuses.
+ */
+static void ib_slot_demand_mrs_bound(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_demand d = { };
+	struct ib_slot_pool_stats st;
+	struct ib_slot *lead = NULL;
+	struct ib_slot_qp *sqp, *own;
+	struct test_waiter tw;
+	int order[1], pos = 0;
+	u32 sqes;
+
+	test_ports(test);
+	env->fdev->ibdev.attrs.max_sgl_rd = 4;
+	test_pool(test, &rw_two_mrs, 8, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_rw_qp(test, 8);
+	sqes = ib_slot_pool_sqes(env->pool);
+	/* Two of LOCAL_INV, REG_MR and READ, two RDMA WRs, a SEND. */
+	KUNIT_ASSERT_EQ(test, sqes, 9);
+
+	/* One WR and five MRs: the MRs decide, two a slot. */
+	ib_slot_demand_wrs(&d, 1);
+	d.nr_rw_mrs = 5;
+	KUNIT_EXPECT_EQ(test, ib_slot_demand_slots(sqp, &d), 3);
+	d.nr_rw_mrs = 4;
+	KUNIT_EXPECT_EQ(test, ib_slot_demand_slots(sqp, &d), 2);
+	d.nr_rw_mrs = 0;
+	KUNIT_EXPECT_EQ(test, ib_slot_demand_slots(sqp, &d), 1);
+	/* Many WRs and few MRs: the WRs do. */
+	d = (struct ib_slot_demand){ .nr_wrs = 2 * sqes + 1, .nr_rw_mrs = 2 };
+	KUNIT_EXPECT_EQ(test, ib_slot_demand_slots(sqp, &d), 3);
+	/* What it says comes joined, with the room of all. */
+	d = (struct ib_slot_demand){ .nr_wrs = 1, .nr_rw_mrs = 5 };
+	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, ib_slot_demand_slots(sqp, &d),
+					     &lead), 0);
+	KUNIT_EXPECT_EQ(test, chain_len(lead), 3);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(lead), 3 * sqes);
+	ib_slot_put(lead);
+	lead = NULL;
+
+	/* Slots whose MRs are their own bring none of rdma_rw's. */
+	test_pool(test, &one_rkey, 2, IB_SLOT_BACKPRESSURE, 0);
+	own = test_qp(test, 1, 2);
+	d = (struct ib_slot_demand){ .nr_wrs = 1, .nr_rw_mrs = 1 };
+	KUNIT_EXPECT_EQ(test, ib_slot_demand_slots(own, &d), UINT_MAX);
+	d.nr_rw_mrs = 0;
+	KUNIT_EXPECT_EQ(test, ib_slot_demand_slots(own, &d), 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_nr(own, UINT_MAX, &lead), -EINVAL);
+	KUNIT_EXPECT_NULL(test, lead);
+	waiter_init(&tw, own, UINT_MAX, 0, order, &pos);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_or_wait(&tw.w), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_wait(own, UINT_MAX, &lead), -EINVAL);
+	KUNIT_EXPECT_NULL(test, lead);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	KUNIT_EXPECT_EQ(test, tw.resumed, 0);
 }
 
 /* An MR whose registration was flushed is invalidated before reuse. */
@@ -2281,8 +3011,12 @@ static void ib_slot_fence_flushed_counts(struct kunit *test)
 }
 
 /*
- * A provider that takes the head of a chain and refuses the rest leaves a
- * slot that is not wedged: it can be put, and the pool destroyed.
+ * A provider that takes the head of a chain and refuses the rest: the
+ * post counts as posted, the core moves the QP to the error state and
+ * retires the post with a WR of its own, and done() runs once, with an
+ * error.  The REG_MR that went out registered a key, which is invalidated
+ * before reuse.  A provider that refuses the whole chain leaves nothing
+ * outstanding, and the post can be retried.
  */
 static void ib_slot_partial_post(struct kunit *test)
 {
@@ -2292,36 +3026,111 @@ static void ib_slot_partial_post(struct kunit *test)
 	struct ib_slot_qp *sqp;
 	struct ib_slot *slot;
 	struct fake_qp *fqp;
+	unsigned int done;
 
+	/* ib_modify_qp() reads the QP's port. */
+	test_ports(test);
 	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	slot = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, slot);
 	env->fdev->reject_wr = 2;
-	KUNIT_EXPECT_EQ(test, post_reg_send(test, slot, &send), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fqp->tail, 1);
-	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
+	KUNIT_EXPECT_EQ(test, post_reg_send(test, slot, &send), 0);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 0);
+	KUNIT_EXPECT_NE(test, atomic_read(&slot->busy), 0);
 	/* The REG_MR went out: the key it registered must be invalidated. */
 	KUNIT_EXPECT_TRUE(test, slot->mrs[0].mr->need_inval);
 	KUNIT_EXPECT_EQ(test, slot->mapped[0], 0);
+	KUNIT_ASSERT_TRUE(test, test_poll_done(test, slot, 1));
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->status, IB_WC_WR_FLUSH_ERR);
+	KUNIT_EXPECT_TRUE(test, fqp->error);
+	KUNIT_EXPECT_EQ(test, fqp->used, 0);
+	/* The REG_MR, then the core's signaled WR that retired the post. */
+	KUNIT_EXPECT_EQ(test, fqp->tail, 2);
+	KUNIT_EXPECT_EQ(test, fqp->ring[0].opcode, IB_WR_REG_MR);
+	KUNIT_EXPECT_TRUE(test, fqp->ring[1].signaled);
+	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[1].cqe, &slot->cqe);
+	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
 	ib_slot_put(slot);
 	test_stats(env->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.in_use, 0);
 	KUNIT_EXPECT_EQ(test, st.misuse, 0);
 
-	/* The whole chain refused: nothing changed, the post can be retried. */
+	/* Reconnected.  The whole chain refused: nothing changed, retry. */
+	fqp->error = false;
 	slot = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, slot);
+	done = req_of(slot)->done;
 	env->fdev->reject_wr = 1;
 	KUNIT_EXPECT_EQ(test, post_reg_send(test, slot, &send), -EINVAL);
 	KUNIT_EXPECT_EQ(test, slot->sq_used, 0);
 	KUNIT_EXPECT_EQ(test, slot->mapped[0], 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail, 2);
+	KUNIT_EXPECT_FALSE(test, fqp->error);
 	KUNIT_EXPECT_EQ(test, ib_slot_post(slot, &send), 0);
+	/* The key of the REG_MR that went out is invalidated first. */
+	KUNIT_EXPECT_EQ(test, fqp->tail, 5);
+	KUNIT_EXPECT_EQ(test, fqp->ring[2].opcode, IB_WR_LOCAL_INV);
 	fake_complete_all(fqp);
 	test_poll(test);
-	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, done + 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->status, IB_WC_SUCCESS);
 	ib_slot_put(slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+}
+
+/*
+ * [WRITE, WRITE, SEND], of which the provider takes the WRITEs: the post
+ * returns 0 and counts as posted; the WRITEs may still run, unsignaled, so
+ * the QP is flushed from a work item, and done() runs exactly once, after
+ * them, with an error.  Their Send Queue entries come back with the flush.
+ */
+static void ib_slot_partial_post_flushes(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr wrs[3];
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+
+	test_ports(test);
+	test_pool(test, &two_writes, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	write_chain(wrs, 3);
+	env->fdev->reject_wr = 3;
+	KUNIT_EXPECT_EQ(test, ib_slot_post(slot, wrs), 0);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 0);
+	KUNIT_EXPECT_NE(test, atomic_read(&slot->busy), 0);
+
+	KUNIT_ASSERT_TRUE(test, test_poll_done(test, slot, 1));
+	/* Nothing else comes: done() ran once. */
+	msleep(20);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_NE(test, req_of(slot)->status, IB_WC_SUCCESS);
+	KUNIT_EXPECT_TRUE(test, fqp->error);
+	KUNIT_EXPECT_EQ(test, fqp->used, 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail, 3);
+	KUNIT_EXPECT_EQ(test, fqp->ring[1].opcode, IB_WR_RDMA_WRITE);
+	KUNIT_EXPECT_TRUE(test, fqp->ring[2].signaled);
+	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[2].cqe, &slot->cqe);
+	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
+	ib_slot_put(slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 3);
+	KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
+	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
 }
 
 /*
@@ -2338,21 +3147,27 @@ static void ib_slot_cancel_defers_resume(struct kunit *test)
 
 	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
 	sqp = test_qp(test, 0, 2);
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 1, held), 0);
+	held[0] = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, held[0]);
 	waiter_init(&big, sqp, 2, 0, order, &pos);
 	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&big.w), -EAGAIN);
 	waiter_init(&small, sqp, 1, 1, order, &pos);
 	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&small.w), -EAGAIN);
 	KUNIT_EXPECT_TRUE(test, ib_slot_cancel_wait(&big.w));
-	KUNIT_EXPECT_EQ(test, small.resumed, 0);
 	KUNIT_EXPECT_TRUE(test, test_wait_set(&small.resumed));
 	KUNIT_EXPECT_EQ(test, small.resumed, 1);
+	/* From the work item, which may have run before we looked. */
+	KUNIT_EXPECT_PTR_NE(test, small.task, current);
+	KUNIT_EXPECT_EQ(test, small.nr_got, 1);
 	KUNIT_EXPECT_EQ(test, big.resumed, 0);
 	put_all(&small);
 	ib_slot_put(held[0]);
 }
 
-/* Detaching a QP resumes its queued waiters with -ESHUTDOWN. */
+/*
+ * Detaching a QP resumes its queued waiters with -ESHUTDOWN and no slot,
+ * from the pool's work item, and returns once they have been.
+ */
 static void ib_slot_detach_cancels_waiters(struct kunit *test)
 {
 	struct test_env *env = test->priv;
@@ -2373,10 +3188,202 @@ static void ib_slot_detach_cancels_waiters(struct kunit *test)
 	ib_slot_qp_detach(sa);
 	KUNIT_EXPECT_EQ(test, tw.resumed, 1);
 	KUNIT_EXPECT_EQ(test, tw.w.error, -ESHUTDOWN);
+	KUNIT_EXPECT_EQ(test, tw.nr_got, 0);
+	KUNIT_EXPECT_PTR_NE(test, tw.task, current);
 	/* The put scans the waiters: none of them refers to the old QP. */
 	ib_slot_put(b);
 	test_stats(env->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+}
+
+/*
+ * Closing a QP shuts out its waiters, those still queued and those granted
+ * whose resume has yet to run: each is resumed once, with -ESHUTDOWN and
+ * no slot, and the granted one's slot is back at once.  The resumes come
+ * from the pool's work item, never from inside the close: here that item
+ * is held up by another QP's resume, so none can have run when the close
+ * returns.
+ */
+static void ib_slot_close_shuts_out_queued_and_granted(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct test_waiter granted, queued;
+	struct ib_slot_pool_stats st;
+	struct ib_slot_qp *sa, *sb;
+	int order[3], pos = 0;
+	struct block_waiter *bw;
+	struct ib_slot *x, *y;
+
+	env->resume_in_work = true;
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	sa = test_qp(test, 0, 2);
+	sb = test_qp(test, 1, 2);
+	x = ib_slot_get(sb);
+	y = ib_slot_get(sb);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	KUNIT_ASSERT_NOT_NULL(test, y);
+	/* The work item resumes sb's waiter, and blocks there. */
+	bw = block_work(test, sb, x);
+
+	waiter_init(&granted, sa, 1, 0, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&granted.w), -EAGAIN);
+	waiter_init(&queued, sa, 1, 1, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&queued.w), -EAGAIN);
+	/* Granted y, its resume waits behind the blocked one. */
+	ib_slot_put(y);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.nr_waiters, 1);
+	KUNIT_EXPECT_EQ(test, st.in_use, 2);
+	KUNIT_EXPECT_EQ(test, granted.resumed, 0);
+
+	ib_slot_qp_close(sa);
+	KUNIT_EXPECT_EQ(test, granted.resumed, 0);
+	KUNIT_EXPECT_EQ(test, queued.resumed, 0);
+	KUNIT_EXPECT_EQ(test, granted.w.error, -ESHUTDOWN);
+	KUNIT_EXPECT_EQ(test, queued.w.error, -ESHUTDOWN);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
+	KUNIT_EXPECT_EQ(test, st.in_use, 1);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sa), 2);
+	KUNIT_EXPECT_FALSE(test, ib_slot_qp_has_waiters(sa));
+
+	complete(&bw->release);
+	KUNIT_EXPECT_TRUE(test, test_wait_set(&granted.resumed));
+	KUNIT_EXPECT_TRUE(test, test_wait_set(&queued.resumed));
+	ib_slot_qp_quiesce(sa);
+	KUNIT_EXPECT_EQ(test, bw->tw.resumed, 1);
+	KUNIT_EXPECT_EQ(test, bw->tw.nr_got, 1);
+	KUNIT_EXPECT_EQ(test, granted.resumed, 1);
+	KUNIT_EXPECT_EQ(test, queued.resumed, 1);
+	KUNIT_EXPECT_EQ(test, granted.nr_got, 0);
+	KUNIT_EXPECT_EQ(test, queued.nr_got, 0);
+	KUNIT_EXPECT_PTR_NE(test, granted.task, current);
+	KUNIT_EXPECT_PTR_NE(test, queued.task, current);
+	put_all(&bw->tw);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	/* Only the waiter that had its slot counts as resumed. */
+	KUNIT_EXPECT_EQ(test, st.resumed, 1);
+	KUNIT_EXPECT_EQ(test, st.waits, 3);
+}
+
+static void quiesce_fn(void *sqp)
+{
+	ib_slot_qp_quiesce(sqp);
+}
+
+/* Quiesce returns only once a resume of the QP that is running returns. */
+static void ib_slot_quiesce_waits_running_resume(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct block_waiter *bw;
+	struct test_thread q;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *x;
+
+	env->resume_in_work = true;
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 1);
+	x = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	bw = block_work(test, sqp, x);
+	ib_slot_qp_close(sqp);
+
+	test_thread_start(test, &q, quiesce_fn, sqp, -1);
+	KUNIT_EXPECT_EQ(test, wait_for_completion_timeout(&q.done, HZ / 5), 0);
+	KUNIT_EXPECT_EQ(test, bw->tw.resumed, 0);
+	complete(&bw->release);
+	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&q.done, 10 * HZ), 0);
+	/* Returned after the resume did. */
+	KUNIT_EXPECT_EQ(test, bw->tw.resumed, 1);
+	KUNIT_EXPECT_EQ(test, bw->tw.w.error, 0);
+	KUNIT_EXPECT_EQ(test, bw->tw.nr_got, 1);
+	put_all(&bw->tw);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+}
+
+/*
+ * A task killed in ib_slot_get_wait() returns -EINTR and holds nothing:
+ * while it is queued, it leaves the FIFO; once granted, with its resume
+ * still to come (held up in the work item here), it waits for the grant
+ * and gives the slot back.
+ */
+static void ib_slot_get_wait_killed(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct sleeper s = { .killable = true };
+	struct ib_slot_qp *sa, *sb;
+	struct test_thread t;
+	struct block_waiter *bw;
+	int i;
+	struct ib_slot *x, *y;
+
+	env->resume_in_work = true;
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	sa = test_qp(test, 0, 2);
+	sb = test_qp(test, 1, 2);
+	x = ib_slot_get(sa);
+	y = ib_slot_get(sa);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	KUNIT_ASSERT_NOT_NULL(test, y);
+
+	/* Killed while queued. */
+	s.sqp = sa;
+	init_completion(&s.started);
+	test_thread_start(test, &t, sleeper_fn, &s, -1);
+	wait_for_completion(&s.started);
+	for (i = 0; i < 100 && !ib_slot_qp_has_waiters(sa); i++)
+		msleep(20);
+	KUNIT_ASSERT_TRUE(test, ib_slot_qp_has_waiters(sa));
+	send_sig(SIGKILL, t.task, 1);
+	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&t.done, 10 * HZ),
+			0);
+	KUNIT_EXPECT_EQ(test, s.ret, -EINTR);
+	KUNIT_EXPECT_NULL(test, s.slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
+	KUNIT_EXPECT_EQ(test, st.in_use, 2);
+
+	/* Killed once granted, before its resume ran. */
+	bw = block_work(test, sb, x);
+	s.ret = 0;
+	init_completion(&s.started);
+	test_thread_start(test, &t, sleeper_fn, &s, -1);
+	wait_for_completion(&s.started);
+	for (i = 0; i < 100 && !ib_slot_qp_has_waiters(sa); i++)
+		msleep(20);
+	KUNIT_ASSERT_TRUE(test, ib_slot_qp_has_waiters(sa));
+	ib_slot_put(y);
+	KUNIT_EXPECT_FALSE(test, ib_slot_qp_has_waiters(sa));
+	send_sig(SIGKILL, t.task, 1);
+	/* It cannot cancel: it waits, unkillably, for the resume. */
+	for (i = 0; i < 100 && READ_ONCE(t.task->__state) !=
+			       TASK_UNINTERRUPTIBLE; i++)
+		msleep(20);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(t.task->__state),
+			TASK_UNINTERRUPTIBLE);
+	KUNIT_EXPECT_FALSE(test, completion_done(&t.done));
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 2);
+	complete(&bw->release);
+	KUNIT_ASSERT_NE(test, wait_for_completion_timeout(&t.done, 10 * HZ),
+			0);
+	KUNIT_EXPECT_EQ(test, s.ret, -EINTR);
+	KUNIT_EXPECT_NULL(test, s.slot);
+	KUNIT_EXPECT_TRUE(test, test_wait_set(&bw->tw.resumed));
+	test_stats(env->pool, &st);
+	/* Only the blocker's slot is out. */
+	KUNIT_EXPECT_EQ(test, st.in_use, 1);
+	KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
+	put_all(&bw->tw);
+	test_stats(env->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.in_use, 0);
 	KUNIT_EXPECT_EQ(test, st.misuse, 0);
 }
@@ -2434,8 +3441,13 @@ static void ib_slot_destroy_waits(struct kunit *test)
 
 struct stress {
 	struct kunit		*test;
+	/* Per QP: the leads of the grants held, and their slots. */
 	struct ib_slot		*held[2][STRESS_SLOTS];
+	unsigned int		nr[2][STRESS_SLOTS];
 	unsigned int		nr_held[2];
+	unsigned int		slots_held[2];
+	/* Grants whose lead did not have the slots asked for joined. */
+	unsigned int		bad_grants;
 	bool			posted[2][STRESS_SLOTS];
 	struct test_waiter	tw[STRESS_WAITERS];
 	bool			waiting[STRESS_WAITERS];
@@ -2451,22 +3463,36 @@ static int stress_qp_of(struct ib_slot_qp *sqp)
 	return sqp == cur_env->sqp[1];
 }
 
-static void stress_take(struct stress *st, int q, struct ib_slot *slot)
+static void stress_take(struct stress *st, int q, struct ib_slot *lead,
+			unsigned int nr)
 {
+	if (chain_len(lead) != nr)
+		st->bad_grants++;
 	st->posted[q][st->nr_held[q]] = false;
-	st->held[q][st->nr_held[q]++] = slot;
+	st->nr[q][st->nr_held[q]] = nr;
+	st->held[q][st->nr_held[q]++] = lead;
+	st->slots_held[q] += nr;
+}
+
+/* Drop grant @i of QP @q, whose lead was put. */
+static void stress_drop(struct stress *st, int q, int i)
+{
+	unsigned int last = --st->nr_held[q];
+
+	st->slots_held[q] -= st->nr[q][i];
+	st->held[q][i] = st->held[q][last];
+	st->posted[q][i] = st->posted[q][last];
+	st->nr[q][i] = st->nr[q][last];
 }
 
 static void stress_resume(struct ib_slot_waiter *w)
 {
 	struct test_waiter *tw = container_of(w, struct test_waiter, w);
 	struct stress *st = cur_stress;
-	unsigned int i;
 
 	tw->resumed++;
-	st->waiting[tw->id] = false;
-	for (i = 0; i < w->nr; i++)
-		stress_take(st, stress_qp_of(w->sqp), w->slots[i]);
+	stress_take(st, stress_qp_of(w->sqp), w->lead, w->nr);
+	WRITE_ONCE(st->waiting[tw->id], false);
 }
 
 static void stress_check(struct kunit *test, struct stress *st, int step)
@@ -2486,8 +3512,10 @@ static void stress_check(struct kunit *test, struct stress *st, int step)
 	}
 	KUNIT_ASSERT_EQ_MSG(test, env->fdev->sq_overflow, 0, "step %d", step);
 	KUNIT_ASSERT_EQ_MSG(test, env->fdev->cq_overflow, 0, "step %d", step);
-	KUNIT_ASSERT_EQ_MSG(test, ps.in_use, st->nr_held[0] + st->nr_held[1],
+	KUNIT_ASSERT_EQ_MSG(test, ps.in_use,
+			    st->slots_held[0] + st->slots_held[1],
 			    "step %d", step);
+	KUNIT_ASSERT_EQ_MSG(test, st->bad_grants, 0, "step %d", step);
 	KUNIT_ASSERT_EQ_MSG(test, ps.nr_waiters, waiting, "step %d", step);
 	KUNIT_ASSERT_EQ_MSG(test, ps.misuse, 0, "step %d", step);
 	for (q = 0; q < 2; q++)
@@ -2500,7 +3528,7 @@ static void stress_check(struct kunit *test, struct stress *st, int step)
 		struct fake_qp *fqp = to_fqp(env->qp[q]);
 
 		KUNIT_ASSERT_EQ_MSG(test, ib_slot_qp_credits(env->sqp[q]),
-				    fqp->cap - 1 - 3 * st->nr_held[q],
+				    fqp->cap - 1 - 3 * st->slots_held[q],
 				    "step %d qp %u", step, q);
 		KUNIT_ASSERT_LE(test, fqp->used, fqp->cap);
 	}
@@ -2583,9 +3611,7 @@ static void ib_slot_stress_two_qps(struct kunit *test)
 			if (st->posted[q][i])
 				continue;
 			ib_slot_put(st->held[q][i]);
-			st->held[q][i] = st->held[q][st->nr_held[q] - 1];
-			st->posted[q][i] = st->posted[q][st->nr_held[q] - 1];
-			st->nr_held[q]--;
+			stress_drop(st, q, i);
 		} else if (op < 97) {		/* QP error: flush everything */
 			fake_complete(to_fqp(env->qp[q]), U32_MAX,
 				      IB_WC_WR_FLUSH_ERR);
@@ -2610,8 +3636,10 @@ static void ib_slot_stress_two_qps(struct kunit *test)
 	}
 	stress_check(test, st, step);
 	for (q = 0; q < 2; q++)
-		while (st->nr_held[q])
-			ib_slot_put(st->held[q][--st->nr_held[q]]);
+		while (st->nr_held[q]) {
+			ib_slot_put(st->held[q][0]);
+			stress_drop(st, q, 0);
+		}
 	stress_check(test, st, step + 1);
 	/* The seed is fixed: this many posts means the run did work. */
 	kunit_info(test, "%u posts, %u done\n", st->posts, env->nr_done);
@@ -2630,6 +3658,8 @@ struct tag_race {
 	struct ib_slot_qp	*sqp;
 	atomic_t		owners[RACE_SLOTS];
 	atomic_t		doubles;
+	/* Grants that did not bring the slots asked for. */
+	atomic_t		wrong_nr;
 	atomic_t		ready;
 };
 
@@ -2643,8 +3673,8 @@ static void tag_racer_fn(void *data)
 {
 	struct tag_racer *r = data;
 	struct tag_race *race = r->race;
-	struct ib_slot *s[2];
-	unsigned int i, j, nr;
+	struct ib_slot *lead, *s;
+	unsigned int i, nr;
 
 	/* Start together, so that the two CPUs overlap. */
 	atomic_inc(&race->ready);
@@ -2652,16 +3682,18 @@ static void tag_racer_fn(void *data)
 		cpu_relax();
 	for (i = 0; i < RACE_ITERS; i++) {
 		nr = 1 + (i & 1);
-		if (ib_slot_get_bulk(race->sqp, nr, s))
+		if (ib_slot_get_nr(race->sqp, nr, &lead))
 			continue;
-		for (j = 0; j < nr; j++)
-			if (atomic_inc_return(&race->owners[s[j]->tag]) != 1)
+		/* Every slot of the grant is ours: its tag too. */
+		for (s = lead; s; s = s->joined)
+			if (atomic_inc_return(&race->owners[s->tag]) != 1)
 				atomic_inc(&race->doubles);
+		if (chain_len(lead) != nr)
+			atomic_inc(&race->wrong_nr);
 		r->got += nr;
-		for (j = 0; j < nr; j++) {
-			atomic_dec(&race->owners[s[j]->tag]);
-			ib_slot_put(s[j]);
-		}
+		for (s = lead; s; s = s->joined)
+			atomic_dec(&race->owners[s->tag]);
+		ib_slot_put(lead);
 	}
 }
 
@@ -2695,13 +3727,17 @@ static void ib_slot_stress_tag_cache(struct kunit *test)
 							    120 * HZ), 0);
 
 	KUNIT_EXPECT_EQ(test, atomic_read(&race.doubles), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&race.wrong_nr), 0);
 	KUNIT_EXPECT_GT(test, racer[0].got, 0);
 	KUNIT_EXPECT_GT(test, racer[1].got, 0);
 	test_stats(cur_env->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.in_use, 0);
 	KUNIT_EXPECT_GT(test, st.exhausted, 0);
 	/* No tag was lost in a cache: all of them can be taken at once. */
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(race.sqp, RACE_SLOTS, all), 0);
+	for (i = 0; i < RACE_SLOTS; i++) {
+		all[i] = ib_slot_get(race.sqp);
+		KUNIT_ASSERT_NOT_NULL(test, all[i]);
+	}
 	KUNIT_EXPECT_PTR_NE(test, all[0], all[1]);
 	KUNIT_EXPECT_PTR_NE(test, all[1], all[2]);
 	KUNIT_EXPECT_PTR_NE(test, all[0], all[2]);
@@ -2827,7 +3863,6 @@ struct mt_race {
 
 struct mt_waiter {
 	struct ib_slot_waiter	w;
-	struct ib_slot		*slots[2];
 	struct mt_race		*race;
 	unsigned int		pool;
 	atomic_t		state;
@@ -2846,15 +3881,19 @@ struct mt_thread {
 	unsigned int		stuck;
 };
 
-/* @mw holds its slots now: no other waiter may hold one of them. */
+/*
+ * @mw holds its slots now, every one joined to its lead: no other waiter
+ * may hold one of them.
+ */
 static void mt_own(struct mt_waiter *mw)
 {
-	unsigned int i;
+	struct ib_slot *s;
 
-	for (i = 0; i < mw->w.nr; i++)
-		if (atomic_inc_return(&mw->race->owners[mw->pool]
-				      [mw->slots[i]->tag]) != 1)
+	for (s = mw->w.lead; s; s = s->joined)
+		if (atomic_inc_return(&mw->race->owners[mw->pool][s->tag]) != 1)
 			atomic_inc(&mw->race->doubles);
+	if (chain_len(mw->w.lead) != mw->w.nr)
+		atomic_inc(&mw->race->errors);
 }
 
 /* Runs on either CPU: from the other thread's put, or from a work item. */
@@ -2873,12 +3912,11 @@ static void mt_resume(struct ib_slot_waiter *w)
 
 static void mt_put(struct mt_waiter *mw)
 {
-	unsigned int i;
+	struct ib_slot *s;
 
-	for (i = 0; i < mw->w.nr; i++) {
-		atomic_dec(&mw->race->owners[mw->pool][mw->slots[i]->tag]);
-		ib_slot_put(mw->slots[i]);
-	}
+	for (s = mw->w.lead; s; s = s->joined)
+		atomic_dec(&mw->race->owners[mw->pool][s->tag]);
+	ib_slot_put(mw->w.lead);
 	atomic_set(&mw->state, MT_IDLE);
 }
 
@@ -2892,7 +3930,6 @@ static void mt_step(struct mt_thread *t, struct mt_waiter *mw, u32 r)
 		mw->pool = r % MT_POOLS;
 		mw->w.sqp = t->sqp[mw->pool];
 		mw->w.nr = 1 + (r >> 4) % 2;
-		mw->w.slots = mw->slots;
 		mw->w.resume = mt_resume;
 		INIT_LIST_HEAD(&mw->w.entry);
 		/* Before the call: the grant may be resumed before it returns. */
@@ -3052,6 +4089,191 @@ static void ib_slot_stress_waiters_two_cpus(struct kunit *test)
 		KUNIT_EXPECT_GT(test, st.waits, 0);
 		KUNIT_EXPECT_GT(test, st.resumed, 0);
 	}
+}
+
+/* ---- two CPUs: a QP closed while puts grant its waiters ---- */
+
+#define CR_SLOTS	4
+#define CR_WAITERS	6
+#define CR_ROUNDS	256
+
+enum { CR_CLOSE_FIRST, CR_RACE, CR_CLOSE_LAST };
+
+struct close_race {
+	struct ib_slot_qp	*sqp;
+	struct ib_slot		*held[CR_SLOTS];
+	struct test_waiter	tw[CR_WAITERS];
+	int			mode;
+	unsigned int		delay_us;
+	atomic_t		ready;
+	atomic_t		closed;
+	atomic_t		put_done;
+	/* ib_slot_qp_quiesce() returned. */
+	bool			quiesced;
+	/* Resumes that started after that, and waiters not resumed by then. */
+	atomic_t		late;
+	unsigned int		unresumed;
+	struct test_thread	putter;
+	struct test_thread	closer;
+};
+
+static struct close_race *cur_close;
+
+/* Granted: the request is over at once, its slots go back. */
+static void close_race_resume(struct ib_slot_waiter *w)
+{
+	struct test_waiter *tw = container_of(w, struct test_waiter, w);
+	struct close_race *cr = cur_close;
+
+	if (READ_ONCE(cr->quiesced))
+		atomic_inc(&cr->late);
+	tw->nr_got = chain_len(w->lead);
+	tw->task = current;
+	if (!w->error && w->lead)
+		ib_slot_put(w->lead);
+	/* Pairs with the closer's acquire: what the resume wrote first. */
+	smp_store_release(&tw->resumed, tw->resumed + 1);
+}
+
+static void close_race_start(struct close_race *cr)
+{
+	atomic_inc(&cr->ready);
+	while (atomic_read(&cr->ready) < 2)
+		cpu_relax();
+}
+
+/* CPU 0: put the other QP's slots, each granting waiters of the first. */
+static void close_race_putter(void *data)
+{
+	struct close_race *cr = data;
+	unsigned int i;
+
+	if (cr->mode == CR_CLOSE_FIRST) {
+		while (!atomic_read(&cr->closed))
+			cpu_relax();
+	} else if (cr->mode == CR_RACE) {
+		close_race_start(cr);
+	}
+	for (i = 0; i < CR_SLOTS; i++)
+		ib_slot_put(cr->held[i]);
+	atomic_set(&cr->put_done, 1);
+}
+
+/* CPU 1: close the QP, quiesce it, and see every waiter resumed. */
+static void close_race_closer(void *data)
+{
+	struct close_race *cr = data;
+	unsigned int i;
+
+	if (cr->mode == CR_CLOSE_LAST) {
+		while (!atomic_read(&cr->put_done))
+			cpu_relax();
+	} else if (cr->mode == CR_RACE) {
+		close_race_start(cr);
+		udelay(cr->delay_us);
+	}
+	ib_slot_qp_close(cr->sqp);
+	atomic_set(&cr->closed, 1);
+	ib_slot_qp_quiesce(cr->sqp);
+	for (i = 0; i < CR_WAITERS; i++) {
+		/* Pairs with the release in close_race_resume(). */
+		cr->unresumed += !smp_load_acquire(&cr->tw[i].resumed);
+	}
+	WRITE_ONCE(cr->quiesced, true);
+}
+
+/*
+ * Puts on one CPU grant a QP's waiters while the other CPU closes that QP,
+ * round after round, with the close first, last, and at varying points of
+ * the puts: every waiter is resumed exactly once, with its slots or with
+ * -ESHUTDOWN and none; once quiesce returns every resume has run and none
+ * starts later; every slot and credit comes back.
+ */
+static void ib_slot_stress_close_races_grant(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	unsigned int granted = 0, shut = 0, round, i;
+	int order[1], pos = 0, cpu0, cpu1;
+	struct ib_slot_pool_stats st;
+	struct close_race *cr;
+	struct ib_slot_qp *sb;
+	u32 full_a, full_b;
+
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two CPUs");
+	cr = kunit_kzalloc(test, sizeof(*cr), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, cr);
+	cur_close = cr;
+	test_pool(test, &send_only, CR_SLOTS, IB_SLOT_BACKPRESSURE, 0);
+	full_a = ib_slot_qp_credits(test_qp(test, 0, CR_SLOTS));
+	sb = test_qp(test, 1, CR_SLOTS);
+	full_b = ib_slot_qp_credits(sb);
+	cpu0 = cpumask_first(cpu_online_mask);
+	cpu1 = cpumask_next(cpu0, cpu_online_mask);
+
+	for (round = 0; round < CR_ROUNDS; round++) {
+		struct ib_slot_qp *sa;
+
+		memset(cr, 0, sizeof(*cr));
+		cr->mode = round % 8 == 0 ? CR_CLOSE_FIRST :
+			   round % 8 == 7 ? CR_CLOSE_LAST : CR_RACE;
+		cr->delay_us = (round % 8) * 15;
+		/* A fresh account on QP 0 each round: a closed one stays so. */
+		sa = ib_slot_qp_attach(env->pool, env->qp[0], &env->cap[0],
+				       CR_SLOTS);
+		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, sa);
+		cr->sqp = sa;
+		for (i = 0; i < CR_SLOTS; i++) {
+			cr->held[i] = ib_slot_get(sb);
+			KUNIT_ASSERT_NOT_NULL(test, cr->held[i]);
+		}
+		for (i = 0; i < CR_WAITERS; i++) {
+			waiter_init(&cr->tw[i], sa, 1 + (i + round) % 2, i,
+				    order, &pos);
+			cr->tw[i].w.resume = close_race_resume;
+			KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&cr->tw[i].w),
+					-EAGAIN);
+		}
+		test_thread_start(test, &cr->closer, close_race_closer, cr,
+				  cpu1);
+		test_thread_start(test, &cr->putter, close_race_putter, cr,
+				  cpu0);
+		KUNIT_ASSERT_NE(test,
+				wait_for_completion_timeout(&cr->putter.done,
+							    30 * HZ), 0);
+		KUNIT_ASSERT_NE(test,
+				wait_for_completion_timeout(&cr->closer.done,
+							    30 * HZ), 0);
+
+		KUNIT_ASSERT_EQ_MSG(test, cr->unresumed, 0, "round %u", round);
+		for (i = 0; i < CR_WAITERS; i++) {
+			struct test_waiter *tw = &cr->tw[i];
+
+			KUNIT_ASSERT_EQ_MSG(test, tw->resumed, 1,
+					    "round %u waiter %u", round, i);
+			if (tw->w.error) {
+				KUNIT_ASSERT_EQ(test, tw->w.error, -ESHUTDOWN);
+				KUNIT_ASSERT_EQ(test, tw->nr_got, 0);
+				shut++;
+			} else {
+				KUNIT_ASSERT_EQ(test, tw->nr_got, tw->w.nr);
+				granted++;
+			}
+		}
+		test_stats(env->pool, &st);
+		KUNIT_ASSERT_EQ_MSG(test, st.in_use, 0, "round %u", round);
+		KUNIT_ASSERT_EQ(test, st.nr_waiters, 0);
+		KUNIT_ASSERT_EQ(test, ib_slot_qp_credits(sa), full_a);
+		KUNIT_ASSERT_EQ(test, ib_slot_qp_credits(sb), full_b);
+		ib_slot_qp_detach(sa);
+		KUNIT_ASSERT_EQ(test, atomic_read(&cr->late), 0);
+	}
+	kunit_info(test, "%u rounds: %u waiters granted, %u shut out\n",
+		   CR_ROUNDS, granted, shut);
+	KUNIT_EXPECT_GT(test, granted, 0);
+	KUNIT_EXPECT_GT(test, shut, 0);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
 }
 
 /* ---- destroy racing the completion that puts the last slot ---- */
@@ -3851,16 +5073,17 @@ static void ib_slot_misuse_multi_cqe_tail(struct kunit *test)
 }
 
 /*
- * A slot joined to another lends it its credits: as if a post of the lead
- * were its own, it neither posts, maps, fences nor goes back on its own,
- * and stays held until the lead's put returns it with the lead.
+ * A slot granted behind a lead (ib_slot_get_nr()) lends it its credits: it
+ * neither posts, maps, fences nor goes back on its own, and stays held
+ * until the lead's put returns it with the lead.  The lead does not fence
+ * either.
  */
-static void ib_slot_misuse_join_follower(struct kunit *test)
+static void ib_slot_misuse_follower(struct kunit *test)
 {
 	struct test_env *env = test->priv;
 	struct ib_send_wr send = { .opcode = IB_WR_SEND };
+	struct ib_slot *lead, *f1, *f2, *slots[3];
 	struct ib_slot_pool_stats st;
-	struct ib_slot *slots[3];
 	struct scatterlist sg;
 	struct ib_slot_qp *sqp;
 	int i;
@@ -3868,135 +5091,126 @@ static void ib_slot_misuse_join_follower(struct kunit *test)
 	sg_init_one(&sg, env, 64);
 	test_pool(test, &one_rkey, 3, IB_SLOT_BACKPRESSURE, 0);
 	sqp = test_qp(test, 0, 3);
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 3, slots), 0);
-	KUNIT_ASSERT_EQ(test, ib_slot_join(slots, 3), 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, 3, &lead), 0);
+	f1 = lead->joined;
+	KUNIT_ASSERT_NOT_NULL(test, f1);
+	f2 = f1->joined;
+	KUNIT_ASSERT_NOT_NULL(test, f2);
+	KUNIT_ASSERT_NULL(test, f2->joined);
 
-	KUNIT_EXPECT_EQ(test, ib_slot_post(slots[1], &send), -EBUSY);
+	KUNIT_EXPECT_EQ(test, ib_slot_post(f1, &send), -EBUSY);
 	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
 	KUNIT_EXPECT_EQ(test, env->fdev->posted, 0);
-	ib_slot_put(slots[2]);
+	ib_slot_put(f2);
 	KUNIT_EXPECT_EQ(test, misuse_count(test), 2);
 	test_stats(env->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.in_use, 3);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 0);
-	KUNIT_EXPECT_EQ(test, ib_slot_map_mr(slots[1], 0, &sg, 1, NULL,
+	KUNIT_EXPECT_PTR_EQ(test, f1->joined, f2);
+	KUNIT_EXPECT_EQ(test, ib_slot_map_mr(f1, 0, &sg, 1, NULL,
 					     IB_ACCESS_REMOTE_READ), -EBUSY);
 	KUNIT_EXPECT_EQ(test, misuse_count(test), 3);
-	KUNIT_EXPECT_EQ(test, ib_slot_fence(slots[2], NULL, test_fenced),
-			-EBUSY);
+	KUNIT_EXPECT_EQ(test, ib_slot_fence(f2, NULL, test_fenced), -EBUSY);
 	KUNIT_EXPECT_EQ(test, misuse_count(test), 4);
+	KUNIT_EXPECT_EQ(test, ib_slot_fence(lead, NULL, test_fenced), -EBUSY);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 5);
+	KUNIT_EXPECT_EQ(test, req_of(f2)->fenced + req_of(lead)->fenced, 0);
 
 	/* The lead posts with the room of all three. */
-	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 9);
-	KUNIT_ASSERT_EQ(test, ib_slot_post(slots[0], &send), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(lead), 9);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(lead, &send), 0);
 	fake_complete_all(to_fqp(env->qp[0]));
 	test_poll(test);
-	ib_slot_put(slots[0]);
+	ib_slot_put(lead);
 	test_stats(env->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 4);
+	KUNIT_EXPECT_EQ(test, st.misuse, 5);
+	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 9);
+
+	/* Put with its lead: putting it again is a double put. */
+	ib_slot_put(f1);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.misuse, 6);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 9);
 
 	/* Back in the pool as slots of their own. */
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 3, slots), 0);
+	for (i = 0; i < 3; i++) {
+		slots[i] = ib_slot_get(sqp);
+		KUNIT_ASSERT_NOT_NULL(test, slots[i]);
+		KUNIT_EXPECT_NULL(test, slots[i]->joined);
+	}
 	for (i = 0; i < 3; i++)
 		ib_slot_put(slots[i]);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 6);
 }
 
-/* Joined slots post at most their units together: beyond, nothing goes. */
-static void ib_slot_misuse_join_room(struct kunit *test)
+/* A lead posts at most the units of its slots together: beyond, nothing. */
+static void ib_slot_misuse_lead_room(struct kunit *test)
 {
 	struct test_env *env = test->priv;
-	struct ib_slot *slots[3];
 	struct ib_send_wr wrs[10];
 	struct ib_slot_qp *sqp;
+	struct ib_slot *lead;
 
 	test_pool(test, &two_writes, 3, IB_SLOT_BACKPRESSURE, 0);
 	sqp = test_qp(test, 0, 3);
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sqp, 3, slots), 0);
-	KUNIT_ASSERT_EQ(test, ib_slot_join(slots, 3), 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, 3, &lead), 0);
 	write_chain(wrs, 10);
-	KUNIT_EXPECT_EQ(test, ib_slot_post(slots[0], wrs), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, ib_slot_post(lead, wrs), -ENOSPC);
 	KUNIT_EXPECT_EQ(test, env->fdev->posted, 0);
 	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
-	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 9);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(lead), 9);
 
 	write_chain(wrs, 9);
-	KUNIT_ASSERT_EQ(test, ib_slot_post(slots[0], wrs), 0);
-	KUNIT_EXPECT_EQ(test, ib_slot_room(slots[0]), 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_post(lead, wrs), 0);
+	KUNIT_EXPECT_EQ(test, ib_slot_room(lead), 0);
 	fake_complete_all(to_fqp(env->qp[0]));
 	test_poll(test);
-	ib_slot_put(slots[0]);
+	KUNIT_EXPECT_EQ(test, req_of(lead)->done, 1);
+	ib_slot_put(lead);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 9);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
 }
 
 /*
- * A join is refused whole, and nothing is joined, if one of its slots is
- * given twice, bound to another QP, not in use, joined already, or (but
- * the lead) has posted.
+ * Quiescing a QP from one of the pool's resumes would wait for itself:
+ * it warns, counts a misuse and returns at once.
  */
-static void ib_slot_misuse_join_refused(struct kunit *test)
+static void quiesce_resume(struct ib_slot_waiter *w)
+{
+	ib_slot_qp_quiesce(w->sqp);
+	test_resume(w);
+}
+
+static void ib_slot_misuse_quiesce_from_resume(struct kunit *test)
 {
 	struct test_env *env = test->priv;
-	struct ib_send_wr send = { .opcode = IB_WR_SEND };
-	struct ib_slot *s[3], *b, *c, *set[3];
-	struct ib_slot_pool_stats st;
-	struct ib_slot_qp *sa, *sb;
+	struct test_waiter tw;
+	struct ib_slot_qp *sqp;
+	int order[1], pos = 0;
+	struct ib_slot *x;
 
-	test_pool(test, &two_writes, 6, IB_SLOT_BACKPRESSURE, 0);
-	sa = test_qp(test, 0, 4);
-	sb = test_qp(test, 1, 2);
-	KUNIT_ASSERT_EQ(test, ib_slot_get_bulk(sa, 3, s), 0);
-	b = ib_slot_get(sb);
-	KUNIT_ASSERT_NOT_NULL(test, b);
-
-	/* The bad slot last, behind a good one. */
-	set[0] = s[0];
-	set[1] = s[1];
-	set[2] = s[0];
-	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 3), -EINVAL);
+	env->resume_in_work = true;
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	sqp = test_qp(test, 0, 1);
+	x = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	waiter_init(&tw, sqp, 1, 0, order, &pos);
+	tw.w.resume = quiesce_resume;
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&tw.w), -EAGAIN);
+	ib_slot_put(x);
+	KUNIT_ASSERT_TRUE(test, test_wait_set(&tw.resumed));
+	KUNIT_EXPECT_EQ(test, tw.resumed, 1);
+	KUNIT_EXPECT_PTR_NE(test, tw.task, current);
 	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
-	KUNIT_EXPECT_EQ(test, ib_slot_room(s[0]), 3);
-	set[2] = b;
-	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 3), -EINVAL);
-	KUNIT_EXPECT_EQ(test, misuse_count(test), 2);
-	KUNIT_EXPECT_EQ(test, ib_slot_room(s[0]), 3);
-	/* Of the same QP, but back in the pool. */
-	c = ib_slot_get(sa);
-	KUNIT_ASSERT_NOT_NULL(test, c);
-	ib_slot_put(c);
-	set[0] = s[0];
-	set[1] = c;
-	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 2), -EINVAL);
-	KUNIT_EXPECT_EQ(test, misuse_count(test), 3);
-
-	/* s[2] posted: its credits are no longer all there to lend. */
-	KUNIT_ASSERT_EQ(test, ib_slot_post(s[2], &send), 0);
-	fake_complete_all(to_fqp(env->qp[0]));
-	test_poll(test);
-	set[1] = s[2];
-	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 2), -EINVAL);
-	KUNIT_EXPECT_EQ(test, misuse_count(test), 4);
-	KUNIT_EXPECT_EQ(test, ib_slot_room(s[0]), 3);
-
-	/* None of the refused joins took s[1]: it joins s[0] now. */
-	set[1] = s[1];
-	KUNIT_ASSERT_EQ(test, ib_slot_join(set, 2), 0);
-	KUNIT_EXPECT_EQ(test, ib_slot_room(s[0]), 6);
-	/* Joined already, as a lead or as a follower. */
-	set[0] = s[2];
-	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 2), -EINVAL);
-	set[1] = s[0];
-	KUNIT_EXPECT_EQ(test, ib_slot_join(set, 2), -EINVAL);
-	KUNIT_EXPECT_EQ(test, misuse_count(test), 6);
-	KUNIT_EXPECT_EQ(test, ib_slot_room(s[2]), 2);
-
-	ib_slot_put(s[0]);
-	ib_slot_put(s[2]);
-	ib_slot_put(b);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sa), 12);
+	put_all(&tw);
+	/* From the test's own task it waits, for nothing, and is no misuse. */
+	ib_slot_qp_close(sqp);
+	ib_slot_qp_quiesce(sqp);
+	KUNIT_EXPECT_EQ(test, misuse_count(test), 1);
 }
 
 /* rdma_rw sizes its contexts by port: caps without one are refused. */
@@ -4026,8 +5240,12 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_first_error),
 	KUNIT_CASE(ib_slot_backpressure_fifo),
 	KUNIT_CASE(ib_slot_large_not_starved),
-	KUNIT_CASE(ib_slot_bulk_all_or_nothing),
+	KUNIT_CASE(ib_slot_waiter_lead_fifo),
+	KUNIT_CASE(ib_slot_get_nr_all_or_nothing),
+	KUNIT_CASE(ib_slot_get_nr_joined),
+	KUNIT_CASE(ib_slot_get_nr_no_alloc),
 	KUNIT_CASE(ib_slot_cancel),
+	KUNIT_CASE(ib_slot_close_refuses),
 	KUNIT_CASE(ib_slot_sleeping_get),
 	KUNIT_CASE(ib_slot_fair_share),
 	KUNIT_CASE(ib_slot_tag_cache_steal),
@@ -4042,8 +5260,11 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_provider_units),
 	KUNIT_CASE(ib_slot_rdma_mr_decision),
 	KUNIT_CASE(ib_slot_join_posts_once),
-	KUNIT_CASE(ib_slot_nr_for_units),
+	KUNIT_CASE(ib_slot_demand_units),
 	KUNIT_CASE(ib_slot_rw_mrs_caps),
+	KUNIT_CASE_PARAM(ib_slot_demand_rw_matches_rdma_rw,
+			 rw_dev_gen_params),
+	KUNIT_CASE(ib_slot_demand_mrs_bound),
 	KUNIT_CASE_SLOW(ib_slot_destroy_waits),
 	{}
 };
@@ -4051,8 +5272,12 @@ static struct kunit_case ib_slot_test_cases[] = {
 static struct kunit_case ib_slot_lifetime_test_cases[] = {
 	KUNIT_CASE(ib_slot_post_races_completion),
 	KUNIT_CASE(ib_slot_partial_post),
+	KUNIT_CASE(ib_slot_partial_post_flushes),
 	KUNIT_CASE(ib_slot_cancel_defers_resume),
 	KUNIT_CASE(ib_slot_detach_cancels_waiters),
+	KUNIT_CASE(ib_slot_close_shuts_out_queued_and_granted),
+	KUNIT_CASE(ib_slot_quiesce_waits_running_resume),
+	KUNIT_CASE(ib_slot_get_wait_killed),
 	KUNIT_CASE(ib_slot_fence_flushed_counts),
 	KUNIT_CASE(ib_slot_destroy_races_done),
 	{}
@@ -4108,6 +5333,7 @@ static struct kunit_case ib_slot_stress_test_cases[] = {
 	KUNIT_CASE_SLOW(ib_slot_stress_two_qps),
 	KUNIT_CASE_SLOW(ib_slot_stress_tag_cache),
 	KUNIT_CASE_SLOW(ib_slot_stress_waiters_two_cpus),
+	KUNIT_CASE_SLOW(ib_slot_stress_close_races_grant),
 	{}
 };
 
@@ -4130,9 +5356,9 @@ static struct kunit_case ib_slot_misuse_test_cases[] = {
 	KUNIT_CASE(ib_slot_misuse_tag_and_detach),
 	KUNIT_CASE_SLOW(ib_slot_misuse_get_dying),
 	KUNIT_CASE(ib_slot_misuse_multi_cqe_tail),
-	KUNIT_CASE(ib_slot_misuse_join_follower),
-	KUNIT_CASE(ib_slot_misuse_join_room),
-	KUNIT_CASE(ib_slot_misuse_join_refused),
+	KUNIT_CASE(ib_slot_misuse_follower),
+	KUNIT_CASE(ib_slot_misuse_lead_room),
+	KUNIT_CASE(ib_slot_misuse_quiesce_from_resume),
 	KUNIT_CASE(ib_slot_misuse_rw_no_port),
 	{}
 };

@@ -1043,10 +1043,11 @@ struct rsk_load {
 static void rsk_req_start(struct rsk_req *r)
 {
 	struct rsk_load *l = r->load;
-	struct rsk_slot *rs = ib_slot_priv(r->slot);
+	struct rsk_slot *rs = ib_slot_priv(r->w.lead);
 	unsigned int q = r->idx % RSK_LOAD_QPS;
 	int n, max;
 
+	r->slot = r->w.lead;
 	rs->ctx = l->ctx;
 	rs->req = r;
 	n = atomic_inc_return(&l->in_flight[q]);
@@ -1143,7 +1144,6 @@ static void rsk_slot_backpressure_load(struct kunit *test)
 		r->send.opcode = IB_WR_SEND;
 		r->w.sqp = l->qp[i % RSK_LOAD_QPS]->sqp;
 		r->w.nr = 1;
-		r->w.slots = &r->slot;
 		r->w.resume = rsk_req_resume;
 		ret = ib_slot_get_or_wait(&r->w);
 		if (ret == -EAGAIN) {

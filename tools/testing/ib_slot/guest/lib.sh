@@ -743,6 +743,11 @@ srp_finish() {
 	srp_scsi_errs_check "$@"
 	srp_no_abort_check
 	srp_pools_check
+	srp_end
+}
+
+# srp_end: the teardown of srp_up, and the verdict on $bad.
+srp_end() {
 	step teardown
 	srp_down
 	timed "$SRP_TRANSPORT teardown" rdma_link_teardown || bad+=" $SRP_TRANSPORT-teardown"

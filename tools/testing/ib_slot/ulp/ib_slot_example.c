@@ -725,6 +725,7 @@ static void ex_server_resume(struct ib_slot_waiter *w)
 		return;
 	}
 	ex_inc(EX_S_RESUMED);
+	cmd->slot = w->lead;
 	/*
 	 * The pool grants waiters in FIFO order.  While the run is on, every
 	 * resume of this pool runs in the server CQ's context, one at a time,
@@ -823,7 +824,6 @@ static void ex_server_recv(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	cmd->wait.sqp = conn->sqp;
 	cmd->wait.nr = 1;
-	cmd->wait.slots = &cmd->slot;
 	cmd->wait.resume = ex_server_resume;
 	cmd->state = EX_CMD_WAITING;
 	cmd->wait_seq = ++ex.wait_seq;
@@ -838,6 +838,7 @@ static void ex_server_recv(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	ex_inc(EX_S_GETS);
+	cmd->slot = cmd->wait.lead;
 	ex_server_exec(cmd);
 }
 

@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Guest test: task management reaches the commands ib_srpt parks for
+# slots.  The LUN completes every I/O after 1.5 s (null_blk irqmode=2),
+# ib_srpt has two command slots (srpt_slots=2) and the disk's SCSI timeout
+# is 4 s, so that under fio (4 KiB random writes, queue depth 16, crc32c
+# verified) most commands wait at the target for a slot longer than the
+# initiator waits for them: the SCSI layer aborts them (ABORT TASK), then
+# escalates to a LUN reset, while they are parked.  A parked command the
+# task management function does not find would run later with its stale
+# tag: its response completes a command the initiator reused the tag for,
+# or arrives for none ("Null scmnd for RSP" in ib_srp's log), and its
+# RDMA reaches memory the initiator handed back.
+# Phase 1: fio under the timeouts.  Phase 2: the pool exhausted by a fio
+# of queue depth 16, ABORT TASK sent for parked commands (SCSI timeouts)
+# and a LUN reset (sg_reset --device), then the load stops and the pool
+# frees up.
+# Checks: aborts happened (the scenario was reached); no response for a
+# tag the initiator no longer has; no reconnect; fio ends and verifies
+# what it read; a dd pattern written before reads back intact; ib_srpt's
+# pools end idle (no slot held, no waiter, no misuse, every wait resumed
+# or shut out), and so do ib_srp's.
+. "${0%/*}/lib.sh"
+SLOTS=2
+
+# stale: the responses ib_srp received for a tag it no longer had.
+stale() { dmesg_count 'Null scmnd for RSP'; }
+
+step "$SRP_TRANSPORT on $NETDEV"
+rdma_link_setup || fail "$SRP_TRANSPORT setup"
+
+step "a LUN whose I/O takes 1.5 s; ib_srpt srpt_slots=$SLOTS"
+# srp_target_up's modprobe of null_blk finds it loaded with these.
+modprobe null_blk nr_devices=1 gb=1 memory_backed=1 irqmode=2 \
+	completion_nsec=1500000000 || fail "modprobe null_blk (slow)"
+modprobe ib_srpt srpt_slots=$SLOTS || fail "modprobe ib_srpt srpt_slots=$SLOTS"
+srp_target_up
+[ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
+srp_login
+echo 4 > "/sys/block/${DISK#/dev/}/device/timeout" || fail "SCSI timeout 4 s"
+RPORT=$(srp_host_rport "$SRP_HOST") || fail "no remote port of $SRP_HOST"
+
+bad=
+dd_verify "$DISK" 512 2 /tmp/before.bin || bad+=" data-before"
+rc0=$(srp_reconnects)
+ab0=$(dmesg_count 'SRP abort called')
+
+step "phase 1: fio queue depth 16 against $SLOTS slots of 1.5 s"
+fio_run tmo --name=tmo --filename="$DISK" --direct=1 --ioengine=libaio --iodepth=16 \
+	--rw=randwrite --bs=4k --size=8m --verify=crc32c --verify_fatal=1 \
+	--runtime=15 --time_based || bad+=" fio-tmo"
+wait_for 60 srp_rport_running "$RPORT" || bad+=" rport-$(cat "$RPORT/state")"
+log "phase 1: $(($(dmesg_count 'SRP abort called') - ab0)) aborts," \
+	"$(dmesg_count 'SRP reset_device called') LUN resets, $(stale) stale responses"
+
+step "phase 2: LUN reset with commands parked"
+dev0=$(dmesg_count 'SRP reset_device called')
+io0=$(disk_ios "$DISK")
+fio_start park --name=park --filename="$DISK" --direct=1 --ioengine=libaio --iodepth=16 \
+	--rw=randwrite --bs=4k --size=8m --verify=crc32c --verify_fatal=1 \
+	--runtime=30 --time_based
+wait_for 30 disk_moving "$DISK" $((io0 + 4)) || bad+=" no-io-before-reset"
+log "ib_srpt's pool before the reset: waiters $(srpt_pools_sum waiters)," \
+	"in use $(srpt_pools_sum in_use)"
+timed "sg_reset --device" timeout 120 sg_reset --device "$DISK" || bad+=" sg_reset"
+wait_for 60 srp_rport_running "$RPORT" || bad+=" rport-$(cat "$RPORT/state")-after-reset"
+fio_wait park || bad+=" fio-park"
+[ $(($(dmesg_count 'SRP reset_device called') - dev0)) -ge 1 ] || bad+=" no-lun-reset"
+
+step "checks"
+# Whatever the target still held is answered by now.
+sleep 5
+n=$(stale)
+a=$(($(dmesg_count 'SRP abort called') - ab0))
+r=$(($(srp_reconnects) - rc0))
+log "in all: $a aborts, $(dmesg_count 'SRP reset_device called') LUN resets," \
+	"$n responses for tags no longer outstanding, $r reconnects"
+[ "$a" -ge 1 ] || bad+=" no-abort"
+[ "$n" = 0 ] || { dmesg | grep 'Null scmnd for RSP' | head -5; bad+=" $n-stale-responses"; }
+[ "$r" = 0 ] || bad+=" $r-reconnects"
+dd_same "$DISK" 512 /tmp/before.bin || bad+=" data-after"
+srpt_pools_check
+for p in $(srpt_pools); do
+	log "${p##*/}: waits $(slot_stat "$p" waits) resumed $(slot_stat "$p" resumed)" \
+		"exhausted $(slot_stat "$p" exhausted)"
+done
+srp_pools_check
+srp_end
