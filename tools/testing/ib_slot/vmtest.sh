@@ -15,6 +15,11 @@
 #      VM_TIMEOUT per-test limit in seconds (default 300)
 #      VM_ARGS    more kernel arguments for every VM, space separated
 #                 (e.g. IB_SLOT_ALLOW_SPLAT=1)
+#      JOBS       VMs run side by side (default: the host's CPUs); the
+#                 lines still come in the order of the tests
+# A VM shares nothing with another: its RDMA devices and addresses live on
+# its own dummy netdev, its root is the host's, read-only, and it writes
+# only its own output folder.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -61,16 +66,42 @@ for n in "${names[@]}"; do
 	verdict $? build/ulp "$(since "$t0") s"
 	break
 done
-for n in "${names[@]}"; do
-	n=${n%.sh}
-	log=$LOGDIR/$n.log
-	rm -rf "$LOGDIR/$n.out"
+# run_one <name>: one test in a fresh VM; leaves "<status> <seconds>" in
+# <name>.rc for the loop below.
+run_one() {
+	local n=$1 t0 rc
 	t0=$(now)
+	rm -rf "$LOGDIR/$n.out"
 	"$TOOLS/vm/run.sh" -t "${VM_TIMEOUT:-300}" -o "$LOGDIR/$n.out" ${kargs[@]+"${kargs[@]}"} \
-		"$GUEST/$n.sh" > "$log" 2>&1 < /dev/null
+		"$GUEST/$n.sh" > "$LOGDIR/$n.log" 2>&1 < /dev/null
 	rc=$?
-	[ $rc = 0 ] && tr -d '\r' < "$log" | grep -q -x "RESULT $n PASS"
-	verdict $? "vm/$n" "$(since "$t0") s; log $log"
+	[ $rc = 0 ] && tr -d '\r' < "$LOGDIR/$n.log" | grep -q -x "RESULT $n PASS"
+	echo "$? $(since "$t0")" > "$LOGDIR/$n.rc"
+}
+
+# Start up to JOBS tests; as each ends, report every test, in order, whose
+# result is in.
+jobs=${JOBS:-$(nproc)}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+next=0 shown=0 running=0
+for n in "${names[@]}"; do rm -f "$LOGDIR/${n%.sh}.rc"; done
+while [ $shown -lt ${#names[@]} ]; do
+	while [ $running -lt "$jobs" ] && [ $next -lt ${#names[@]} ]; do
+		run_one "${names[$next]%.sh}" &
+		next=$((next + 1)) running=$((running + 1))
+	done
+	wait -n
+	running=$((running - 1))
+	while [ $shown -lt ${#names[@]} ]; do
+		n=${names[$shown]%.sh}
+		# Nothing runs and no result: its runner died.
+		[ $running -gt 0 ] || [ $shown -ge $next ] || [ -f "$LOGDIR/$n.rc" ] ||
+			echo "1 0" > "$LOGDIR/$n.rc"
+		[ -f "$LOGDIR/$n.rc" ] || break
+		read -r rc secs < "$LOGDIR/$n.rc"
+		verdict "$rc" "vm/$n" "$secs s; log $LOGDIR/$n.log"
+		shown=$((shown + 1))
+	done
 done
 echo "vmtest: $PASSED passed, $FAILED failed"
 [ $FAILED = 0 ]
