@@ -706,6 +706,16 @@ static void test_stats(struct ib_slot_pool *pool, struct ib_slot_pool_stats *st)
 	ib_slot_pool_get_stats(pool, st);
 }
 
+/* Every slot of @pool is back, and nothing was misused. */
+static void expect_idle(struct kunit *test, struct ib_slot_pool *pool)
+{
+	struct ib_slot_pool_stats st;
+
+	test_stats(pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+}
+
 /* A no-exhaust pool serves exactly its depth, from memory set up front. */
 static void ib_slot_no_exhaust_depth(struct kunit *test)
 {
@@ -2248,9 +2258,7 @@ static void ib_slot_join_posts_once(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, env->nr_done, 5);
 	for (i = 0; i < 3; i++)
 		ib_slot_put(slots[i]);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	expect_idle(test, env->pool);
 }
 
 /*
@@ -2307,9 +2315,7 @@ static void ib_slot_get_nr_joined(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, req_of(lead)->status, IB_WC_SUCCESS);
 
 	ib_slot_put(lead);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	expect_idle(test, env->pool);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), full);
 	/* Every slot is back: four, the whole share, come at once. */
 	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, 4, &lead), 0);
@@ -2887,7 +2893,6 @@ static void ib_slot_post_races_completion(struct kunit *test)
 {
 	struct test_env *env = test->priv;
 	struct ib_send_wr send = { .opcode = IB_WR_SEND };
-	struct ib_slot_pool_stats st;
 	struct scatterlist sg;
 	struct ib_slot_qp *sqp;
 	struct ib_slot *slot;
@@ -2926,9 +2931,7 @@ static void ib_slot_post_races_completion(struct kunit *test)
 	fake_complete_all(fqp);
 	test_poll(test);
 	ib_slot_put(slot);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	expect_idle(test, env->pool);
 	KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
 }
 
@@ -3021,7 +3024,6 @@ static void ib_slot_fence_flushed_counts(struct kunit *test)
 static void ib_slot_partial_post(struct kunit *test)
 {
 	struct test_env *env = test->priv;
-	struct ib_slot_pool_stats st;
 	struct ib_send_wr send;
 	struct ib_slot_qp *sqp;
 	struct ib_slot *slot;
@@ -3054,9 +3056,7 @@ static void ib_slot_partial_post(struct kunit *test)
 	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[1].cqe, &slot->cqe);
 	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
 	ib_slot_put(slot);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	expect_idle(test, env->pool);
 
 	/* Reconnected.  The whole chain refused: nothing changed, retry. */
 	fqp->error = false;
@@ -3079,9 +3079,7 @@ static void ib_slot_partial_post(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, req_of(slot)->done, done + 1);
 	KUNIT_EXPECT_EQ(test, req_of(slot)->status, IB_WC_SUCCESS);
 	ib_slot_put(slot);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	expect_idle(test, env->pool);
 }
 
 /*
@@ -3093,7 +3091,6 @@ static void ib_slot_partial_post(struct kunit *test)
 static void ib_slot_partial_post_flushes(struct kunit *test)
 {
 	struct test_env *env = test->priv;
-	struct ib_slot_pool_stats st;
 	struct ib_send_wr wrs[3];
 	struct ib_slot_qp *sqp;
 	struct ib_slot *slot;
@@ -3125,9 +3122,7 @@ static void ib_slot_partial_post_flushes(struct kunit *test)
 	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[2].cqe, &slot->cqe);
 	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
 	ib_slot_put(slot);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	expect_idle(test, env->pool);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 3);
 	KUNIT_EXPECT_EQ(test, env->fdev->sq_overflow, 0);
 	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
@@ -3262,9 +3257,7 @@ static void ib_slot_close_shuts_out_queued_and_granted(struct kunit *test)
 	KUNIT_EXPECT_PTR_NE(test, granted.task, current);
 	KUNIT_EXPECT_PTR_NE(test, queued.task, current);
 	put_all(&bw->tw);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	expect_idle(test, env->pool);
 	/* Only the waiter that had its slot counts as resumed. */
 	KUNIT_EXPECT_EQ(test, st.resumed, 1);
 	KUNIT_EXPECT_EQ(test, st.waits, 3);
@@ -3279,7 +3272,6 @@ static void quiesce_fn(void *sqp)
 static void ib_slot_quiesce_waits_running_resume(struct kunit *test)
 {
 	struct test_env *env = test->priv;
-	struct ib_slot_pool_stats st;
 	struct block_waiter *bw;
 	struct test_thread q;
 	struct ib_slot_qp *sqp;
@@ -3303,9 +3295,7 @@ static void ib_slot_quiesce_waits_running_resume(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, bw->tw.w.error, 0);
 	KUNIT_EXPECT_EQ(test, bw->tw.nr_got, 1);
 	put_all(&bw->tw);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	expect_idle(test, env->pool);
 }
 
 /*
@@ -3383,9 +3373,7 @@ static void ib_slot_get_wait_killed(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, st.in_use, 1);
 	KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
 	put_all(&bw->tw);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	expect_idle(test, env->pool);
 }
 
 static void destroy_fn(void *pool)
@@ -4784,9 +4772,7 @@ static void ib_slot_reserved_tags(struct kunit *test)
 	ib_slot_put(r1);
 	for (i = 0; i < 4; i++)
 		ib_slot_put(tags[i]);
-	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
-	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+	expect_idle(test, env->pool);
 }
 
 /*
