@@ -239,16 +239,14 @@ void ib_slot_qp_close(struct ib_slot_qp *sqp)
 	ib_slot_scan_waiters(pool, &ready);
 	spin_unlock_bh(&pool->lock);
 
-	list_for_each_entry_safe(w, tmp, &granted, entry) {
+	list_for_each_entry(w, &granted, entry) {
 		__ib_slot_put(w->lead, &ready);
 		w->lead = NULL;
 		w->error = -ESHUTDOWN;
 	}
-	spin_lock_bh(&pool->lock);
-	list_splice_tail(&granted, &pool->granted);
-	list_splice_tail_init(&ready, &pool->granted);
-	spin_unlock_bh(&pool->lock);
-	queue_work(ib_comp_unbound_wq, &pool->resume_work);
+	/* Queued even if empty: the shut-out waiters are on pool->granted. */
+	list_splice_tail(&ready, &granted);
+	__ib_slot_defer(pool, &granted);
 }
 EXPORT_SYMBOL(ib_slot_qp_close);
 

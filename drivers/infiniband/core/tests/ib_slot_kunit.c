@@ -3014,6 +3014,27 @@ static void ib_slot_fence_flushed_counts(struct kunit *test)
 }
 
 /*
+ * A post the provider took in part has retired: done() ran once and no
+ * more, the QP was moved to the error state, every Send Queue entry came
+ * back, and the core's signaled WR, the last of @tail, carried the slot's
+ * cqe.
+ */
+static void expect_partial_retired(struct kunit *test, struct ib_slot *slot,
+				   struct fake_qp *fqp, u32 tail)
+{
+	KUNIT_ASSERT_TRUE(test, test_poll_done(test, slot, 1));
+	msleep(20);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_TRUE(test, fqp->error);
+	KUNIT_EXPECT_EQ(test, fqp->used, 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail, tail);
+	KUNIT_EXPECT_TRUE(test, fqp->ring[tail - 1].signaled);
+	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[tail - 1].cqe, &slot->cqe);
+	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
+}
+
+/*
  * A provider that takes the head of a chain and refuses the rest: the
  * post counts as posted, the core moves the QP to the error state and
  * retires the post with a WR of its own, and done() runs once, with an
@@ -3044,17 +3065,10 @@ static void ib_slot_partial_post(struct kunit *test)
 	/* The REG_MR went out: the key it registered must be invalidated. */
 	KUNIT_EXPECT_TRUE(test, slot->mrs[0].mr->need_inval);
 	KUNIT_EXPECT_EQ(test, slot->mapped[0], 0);
-	KUNIT_ASSERT_TRUE(test, test_poll_done(test, slot, 1));
-	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
-	KUNIT_EXPECT_EQ(test, req_of(slot)->status, IB_WC_WR_FLUSH_ERR);
-	KUNIT_EXPECT_TRUE(test, fqp->error);
-	KUNIT_EXPECT_EQ(test, fqp->used, 0);
 	/* The REG_MR, then the core's signaled WR that retired the post. */
-	KUNIT_EXPECT_EQ(test, fqp->tail, 2);
+	expect_partial_retired(test, slot, fqp, 2);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->status, IB_WC_WR_FLUSH_ERR);
 	KUNIT_EXPECT_EQ(test, fqp->ring[0].opcode, IB_WR_REG_MR);
-	KUNIT_EXPECT_TRUE(test, fqp->ring[1].signaled);
-	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[1].cqe, &slot->cqe);
-	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
 	ib_slot_put(slot);
 	expect_idle(test, env->pool);
 
@@ -3108,19 +3122,9 @@ static void ib_slot_partial_post_flushes(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 0);
 	KUNIT_EXPECT_NE(test, atomic_read(&slot->busy), 0);
 
-	KUNIT_ASSERT_TRUE(test, test_poll_done(test, slot, 1));
-	/* Nothing else comes: done() ran once. */
-	msleep(20);
-	test_poll(test);
-	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	expect_partial_retired(test, slot, fqp, 3);
 	KUNIT_EXPECT_NE(test, req_of(slot)->status, IB_WC_SUCCESS);
-	KUNIT_EXPECT_TRUE(test, fqp->error);
-	KUNIT_EXPECT_EQ(test, fqp->used, 0);
-	KUNIT_EXPECT_EQ(test, fqp->tail, 3);
 	KUNIT_EXPECT_EQ(test, fqp->ring[1].opcode, IB_WR_RDMA_WRITE);
-	KUNIT_EXPECT_TRUE(test, fqp->ring[2].signaled);
-	KUNIT_EXPECT_PTR_EQ(test, fqp->ring[2].cqe, &slot->cqe);
-	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
 	ib_slot_put(slot);
 	expect_idle(test, env->pool);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 3);
