@@ -362,13 +362,15 @@ EXPORT_SYMBOL(ib_slot_get_reserved);
  * ib_slot_waiter for where), or once the QP is closed.  Granted slots come
  * joined, as ib_slot_get_nr() returns them, with @w->lead the first.  No
  * wakeup is lost: resources returned while @w is being queued are seen by
- * the queueing or by the put.
+ * the queueing or by the put.  While a waiter of the same QP is granted
+ * but not yet resumed, @w takes its slots but is resumed after it, from
+ * the work item, so that the QP's requests run in the order they came.
  *
  * Context: Process or softirq context; the slow path takes the pool's
  * lock with BHs off.  Does not sleep.
- * Return: 0 if @w->lead was set now, -EAGAIN if @w was queued, -EINVAL if
- * @w->nr slots can never be granted to the QP, -ESHUTDOWN if the QP is
- * closed or the pool is being destroyed.
+ * Return: 0 if @w->lead was set now, -EAGAIN if @w will be resumed,
+ * -EINVAL if @w->nr slots can never be granted to the QP, -ESHUTDOWN if
+ * the QP is closed or the pool is being destroyed.
  */
 int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 {
@@ -381,10 +383,24 @@ int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 	if (ret)
 		return ret;
 	ret = ib_slot_get_fast(w->sqp, w->nr, &w->lead);
-	if (ret == -EINVAL || ret == -ESHUTDOWN || !ret)
+	if (ret == -EINVAL || ret == -ESHUTDOWN)
 		return ret;
-
 	w->error = 0;
+	if (!ret) {
+		/*
+		 * A waiter of the QP granted before @w runs before it: the
+		 * QP's requests run in the order they came.  Read after the
+		 * fully ordered RMWs of the get, which read @nr_waiters
+		 * before them: pairs with the smp_wmb() in ib_slot_unqueue().
+		 */
+		if (likely(!atomic_read(&w->sqp->resuming)))
+			return 0;
+		atomic_inc(&w->sqp->resuming);
+		list_add_tail(&w->entry, &ready);
+		__ib_slot_defer(pool, &ready);
+		return -EAGAIN;
+	}
+
 	spin_lock_bh(&pool->lock);
 	/* Destroy or close flushed the queue already: nobody would resume @w. */
 	if (unlikely(pool->dying || w->sqp->closed)) {

@@ -48,6 +48,8 @@ void ib_slot_unqueue(struct ib_slot_waiter *w, struct list_head *list)
 	if (list) {
 		list_move_tail(&w->entry, list);
 		atomic_inc(&w->sqp->resuming);
+		/* Pairs with the read in ib_slot_get_or_wait(). */
+		smp_wmb();
 	} else {
 		list_del_init(&w->entry);
 	}

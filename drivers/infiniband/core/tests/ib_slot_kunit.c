@@ -3303,6 +3303,62 @@ static void ib_slot_quiesce_waits_running_resume(struct kunit *test)
 }
 
 /*
+ * A request of a QP whose earlier waiter is granted but not yet resumed
+ * takes its slot, but runs after that waiter, not before it: the QP's
+ * requests run in the order they came (ordered SCSI task attributes).
+ */
+static void ib_slot_get_or_wait_keeps_qp_order(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct test_waiter first, second;
+	int order[2] = { -1, -1 }, pos = 0;
+	struct ib_slot_pool_stats st;
+	struct block_waiter *bw;
+	struct ib_slot_qp *sa, *sb;
+	struct ib_slot *x, *y, *z;
+
+	env->resume_in_work = true;
+	test_pool(test, &send_only, 3, IB_SLOT_BACKPRESSURE, 0);
+	sa = test_qp(test, 0, 3);
+	sb = test_qp(test, 1, 3);
+	x = ib_slot_get(sb);
+	y = ib_slot_get(sa);
+	z = ib_slot_get(sa);
+	KUNIT_ASSERT_NOT_NULL(test, x);
+	KUNIT_ASSERT_NOT_NULL(test, y);
+	KUNIT_ASSERT_NOT_NULL(test, z);
+	/* sb's waiter holds up the work item. */
+	bw = block_work(test, sb, x);
+
+	waiter_init(&first, sa, 1, 0, order, &pos);
+	KUNIT_ASSERT_EQ(test, ib_slot_get_or_wait(&first.w), -EAGAIN);
+	/* Granted, its resume queued behind the blocked one. */
+	ib_slot_put(y);
+	ib_slot_put(z);
+	waiter_init(&second, sa, 1, 1, order, &pos);
+	KUNIT_EXPECT_EQ(test, ib_slot_get_or_wait(&second.w), -EAGAIN);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.in_use, 3);
+	KUNIT_EXPECT_EQ(test, st.nr_waiters, 0);
+	KUNIT_EXPECT_EQ(test, first.resumed, 0);
+	KUNIT_EXPECT_EQ(test, second.resumed, 0);
+
+	complete(&bw->release);
+	KUNIT_EXPECT_TRUE(test, test_wait_set(&second.resumed));
+	ib_slot_qp_quiesce(sa);
+	KUNIT_EXPECT_EQ(test, first.resumed, 1);
+	KUNIT_EXPECT_EQ(test, second.resumed, 1);
+	KUNIT_EXPECT_EQ(test, order[0], 0);
+	KUNIT_EXPECT_EQ(test, order[1], 1);
+	KUNIT_EXPECT_EQ(test, second.nr_got, 1);
+	KUNIT_EXPECT_PTR_NE(test, second.task, current);
+	put_all(&first);
+	put_all(&second);
+	put_all(&bw->tw);
+	expect_idle(test, env->pool);
+}
+
+/*
  * A task killed in ib_slot_get_wait() returns -EINTR and holds nothing:
  * while it is queued, it leaves the FIFO; once granted, with its resume
  * still to come (held up in the work item here), it waits for the grant
@@ -5267,6 +5323,7 @@ static struct kunit_case ib_slot_lifetime_test_cases[] = {
 	KUNIT_CASE(ib_slot_detach_cancels_waiters),
 	KUNIT_CASE(ib_slot_close_shuts_out_queued_and_granted),
 	KUNIT_CASE(ib_slot_quiesce_waits_running_resume),
+	KUNIT_CASE(ib_slot_get_or_wait_keeps_qp_order),
 	KUNIT_CASE(ib_slot_get_wait_killed),
 	KUNIT_CASE(ib_slot_fence_flushed_counts),
 	KUNIT_CASE(ib_slot_destroy_races_done),
