@@ -15,7 +15,6 @@
 #include <kunit/test.h>
 #include <linux/log2.h>
 #include <linux/mlx5/qp.h>
-#include <linux/vmalloc.h>
 #include "mlx5_ib.h"
 #include "qp.h"
 #include "wr.h"
@@ -1193,6 +1192,8 @@ enum {
 	DRIVE_RQ_BYTES = 1536,	/* puts the ring mid-page, as an RQ does */
 	DRIVE_SGE_LEN = 16,
 	DRIVE_MAX_DESCS = 256,
+	DRIVE_GUARD = 1024,	/* after each fragment, never to be written */
+	DRIVE_POISON = 0x5a,
 	DRIVE_ACCESS = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
 		       IB_ACCESS_REMOTE_WRITE,
 };
@@ -1248,6 +1249,8 @@ struct drive_qp {
 	struct mlx5_ib_mr *sig_mr;
 	struct ib_sge sge[MAX_SGE];
 	u8 *data;
+	struct mlx5_buf_list *frags;
+	unsigned int nfrags;
 	const char *name;
 	unsigned int posted;
 	unsigned int bad;
@@ -1267,6 +1270,7 @@ struct drive_result {
 	u32 wqes;
 	u32 signaled;
 	u32 wrs;
+	bool overrun;
 };
 
 static struct mlx5_ib_mr *drive_mr(struct kunit *test, struct drive_qp *d)
@@ -1298,7 +1302,31 @@ static void drive_mr_descs(struct mlx5_ib_mr *mr, int access_mode,
 	mr->ibmr.length = (u64)ndescs * SZ_4K;
 }
 
-KUNIT_DEFINE_ACTION_WRAPPER(drive_vfree, vfree, const void *);
+/*
+ * Whether a WR wrote past a fragment of the ring.  If so, the guards are
+ * poisoned again and the edge the driver caches, which it then left
+ * behind, is put back where the next WQE starts, so that the next WR is
+ * judged on its own and does not run further out.
+ */
+static bool drive_overrun(struct drive_qp *d)
+{
+	struct mlx5_ib_wq *sq = &d->qp->sq;
+	bool overrun = false;
+	unsigned int i;
+
+	for (i = 0; i < d->nfrags; i++) {
+		void *guard = d->frags[i].buf + PAGE_SIZE;
+
+		if (!memchr_inv(guard, DRIVE_POISON, DRIVE_GUARD))
+			continue;
+		memset(guard, DRIVE_POISON, DRIVE_GUARD);
+		overrun = true;
+	}
+	if (overrun)
+		sq->cur_edge = get_sq_edge(sq, sq->cur_post &
+					   (sq->wqe_cnt - 1));
+	return overrun;
+}
 
 /*
  * A kernel QP as _create_kernel_qp() sets it up, sized by the helper
@@ -1318,7 +1346,7 @@ static struct drive_qp *drive_qp_create(struct kunit *test,
 	struct mlx5_ib_qp *qp;
 	struct drive_qp *d;
 	unsigned int i, npages;
-	void *bf, *ring;
+	void *bf;
 
 	d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, d);
@@ -1384,19 +1412,19 @@ static struct drive_qp *drive_qp_create(struct kunit *test,
 	frags = kunit_kcalloc(test, npages, sizeof(*frags), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, frags);
 	/*
-	 * One buffer for all fragments, and a page more.  wr.c looks for a
-	 * fragment's edge only between segments, and the mkey segment of an
-	 * XRC_INI REG_MR starts 16 bytes past a block: it can straddle the
-	 * edge, and then writes past its fragment (KASAN saw 4 bytes past a
-	 * page with fragments allocated apart).  The blocks counted do not
-	 * change; the overrun must stay in memory of the test's own.
+	 * Every fragment a page of its own, as mlx5_frag_buf_alloc_node()
+	 * allocates them, followed by a poisoned guard: a WQE written past
+	 * its fragment changes the guard, which drive_post() checks after
+	 * every post, in any build; KASAN reports a write beyond it.
 	 */
-	ring = vzalloc((npages + 1) * PAGE_SIZE);
-	KUNIT_ASSERT_NOT_NULL(test, ring);
-	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, drive_vfree,
-							ring), 0);
-	for (i = 0; i < npages; i++)
-		frags[i].buf = ring + i * PAGE_SIZE;
+	for (i = 0; i < npages; i++) {
+		frags[i].buf = kunit_kzalloc(test, PAGE_SIZE + DRIVE_GUARD,
+					     GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, frags[i].buf);
+		memset(frags[i].buf + PAGE_SIZE, DRIVE_POISON, DRIVE_GUARD);
+	}
+	d->frags = frags;
+	d->nfrags = npages;
 	mlx5_init_fbc_offset(frags + qp->sq.offset / PAGE_SIZE,
 			     ilog2(MLX5_SEND_WQE_BB), ilog2(qp->sq.wqe_cnt),
 			     (qp->sq.offset & (PAGE_SIZE - 1)) /
@@ -1500,6 +1528,10 @@ static void drive_post(struct kunit *test, struct drive_qp *d,
 	KUNIT_EXPECT_EQ_MSG(test, pos, sq->cur_post,
 			    "%s opcode %u: ds counts and ring disagree",
 			    d->name, op);
+	res->overrun = drive_overrun(d);
+	KUNIT_EXPECT_FALSE_MSG(test, res->overrun,
+			       "%s opcode %u at block %u: written past its fragment",
+			       d->name, op, start & (sq->wqe_cnt - 1));
 	if (res->bbs)
 		KUNIT_EXPECT_EQ(test, be32_to_cpu(d->qp->db.db[MLX5_SND_DBR]),
 				sq->cur_post);
@@ -1731,8 +1763,174 @@ static void mlx5_ib_test_drive_known(struct kunit *test)
 	}
 }
 
+/* The blocks from @start to the ring's cur_post, WQE indexes masked out */
+static u32 drive_read(struct drive_qp *d, u16 start, u8 *buf, u32 len)
+{
+	struct mlx5_ib_wq *sq = &d->qp->sq;
+	u32 bbs = (u16)(sq->cur_post - start), pos, n, ds;
+
+	if (bbs * MLX5_SEND_WQE_BB > len)
+		return 0;
+	for (pos = 0; pos < bbs; pos++)
+		memcpy(buf + pos * MLX5_SEND_WQE_BB,
+		       mlx5_frag_buf_get_wqe(&sq->fbc, (start + pos) &
+					     (sq->wqe_cnt - 1)),
+		       MLX5_SEND_WQE_BB);
+	for (pos = 0; pos < bbs; pos += n) {
+		struct mlx5_wqe_ctrl_seg *ctrl =
+			(void *)buf + pos * MLX5_SEND_WQE_BB;
+
+		ds = be32_to_cpu(ctrl->qpn_ds) & MLX5_WQE_CTRL_DS_MASK;
+		n = DIV_ROUND_UP(ds * MLX5_SEND_WQE_DS, MLX5_SEND_WQE_BB);
+		if (!n)
+			break;
+		ctrl->opmod_idx_opcode &= cpu_to_be32(0xff0000ff);
+	}
+	return bbs;
+}
+
+struct drive_edge_wr {
+	const char *name;
+	enum ib_wr_opcode op;
+	int mode;
+	unsigned int ndescs;
+	bool prot;
+	bool pi_mr;
+};
+
+static const struct drive_edge_wr drive_edge_wrs[] = {
+	{ "LOCAL_INV", IB_WR_LOCAL_INV, MLX5_MKC_ACCESS_MODE_MTT, 1 },
+	{ "REG_MR 8 MTTs inline", IB_WR_REG_MR, MLX5_MKC_ACCESS_MODE_MTT, 8 },
+	{ "REG_MR 256 MTTs", IB_WR_REG_MR, MLX5_MKC_ACCESS_MODE_MTT,
+	  DRIVE_MAX_DESCS },
+	{ "REG_MR_INTEGRITY", IB_WR_REG_MR_INTEGRITY,
+	  MLX5_MKC_ACCESS_MODE_MTT, 4, false, true },
+	{ "REG_MR_INTEGRITY protected", IB_WR_REG_MR_INTEGRITY,
+	  MLX5_MKC_ACCESS_MODE_KLMS, 4, true, true },
+	{ "REG_MR_INTEGRITY protected without pi_mr", IB_WR_REG_MR_INTEGRITY,
+	  MLX5_MKC_ACCESS_MODE_KLMS, 4, true, false },
+};
+
+static void drive_edge_setup(struct drive_qp *d, const struct drive_edge_wr *w)
+{
+	struct ib_sig_attrs *sig = d->sig_mr->ibmr.sig_attrs;
+	struct mlx5_ib_mr *mr = w->pi_mr ? d->mr : d->sig_mr;
+
+	drive_mr_descs(d->mr, w->mode, w->ndescs);
+	d->sig_mr->pi_mr = w->pi_mr ? d->mr : NULL;
+	if (w->op != IB_WR_REG_MR_INTEGRITY)
+		return;
+	mr->mmkey.ndescs = w->ndescs;
+	mr->meta_ndescs = w->prot;
+	mr->data_length = w->ndescs * 512;
+	mr->data_iova = 0x100000;
+	mr->meta_length = w->prot * w->ndescs * 8;
+	mr->pi_iova = 0x200000;
+	mr->ibmr.length = mr->data_length + mr->meta_length;
+	sig->mem.sig_type = w->prot ? IB_SIG_TYPE_T10_DIF : IB_SIG_TYPE_NONE;
+	sig->mem.sig.dif.pi_interval = 512;
+	sig->wire.sig_type = IB_SIG_TYPE_T10_DIF;
+	sig->wire.sig.dif.pi_interval = 512;
+}
+
+/* Posts @w with its first WQE at block @idx of an emptied ring */
+static u32 drive_post_at(struct kunit *test, struct drive_qp *d,
+			 const struct drive_edge_wr *w, u16 idx, u8 *buf,
+			 u32 len, struct drive_result *res)
+{
+	struct mlx5_ib_wq *sq = &d->qp->sq;
+	unsigned int i;
+
+	/* Without a pi_mr the driver leaves one on its stack in the MR */
+	drive_edge_setup(d, w);
+
+	for (i = 0; i < d->nfrags; i++)
+		memset(d->frags[i].buf, 0, PAGE_SIZE);
+	sq->cur_post = idx;
+	sq->cur_edge = get_sq_edge(sq, idx);
+	drive_post(test, d, w->op, 0, 0, res);
+	return drive_read(d, idx, buf, len);
+}
+
+static const struct drive_vector drive_edge_vectors[] = {
+	{ "RC INTEGRITY_EN 2 SGEs", IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN, 2, 0,
+	  IB_SIGNAL_REQ_WR },
+	{ "XRC_INI 1 SGE", IB_QPT_XRC_INI, 0, 1, 0, IB_SIGNAL_REQ_WR },
+	{ "XRC_INI INTEGRITY_EN 2 SGEs", IB_QPT_XRC_INI,
+	  IB_QP_CREATE_INTEGRITY_EN, 2, 0, IB_SIGNAL_REQ_WR },
+};
+
+KUNIT_ARRAY_PARAM(drive_edge_vectors, drive_edge_vectors, drive_vector_desc);
+
+enum { DRIVE_EDGE_STARTS = 4 };	/* the last blocks of a fragment */
+
+/*
+ * A WQE that starts in one of the last blocks of a fragment goes on in
+ * the next one, and wr.c looks for the edge only between segments.  On
+ * XRC_INI the XRC segment puts all later segments 16 bytes past a block,
+ * so a UMR segment can cross the edge.  Posted to start in each of the
+ * last blocks of a fragment, every UMR WR must stay within the ring and
+ * come out as it does at the start of the fragment, byte for byte.
+ */
+static void mlx5_ib_test_drive_fragment_edge(struct kunit *test)
+{
+	const struct drive_vector *v = test->param_value;
+	struct drive_qp *d = drive_qp_create(test, v);
+	u32 len = 16 * MLX5_SEND_WQE_BB;
+	u8 *want = kunit_kzalloc(test, len, GFP_KERNEL);
+	u8 *got = kunit_kzalloc(test, len, GFP_KERNEL);
+	unsigned int i, k, placed = 0, overrun = 0, differ = 0;
+	struct drive_result res;
+	u16 edge;
+
+	KUNIT_ASSERT_TRUE(test, want && got);
+	/* The first fragment ends this many blocks into the ring */
+	edge = (PAGE_SIZE - DRIVE_RQ_BYTES % PAGE_SIZE) / MLX5_SEND_WQE_BB;
+	KUNIT_ASSERT_LT(test, edge + 16, d->qp->sq.wqe_cnt);
+	KUNIT_ASSERT_PTR_EQ(test, get_sq_edge(&d->qp->sq, edge - 1),
+			    mlx5_frag_buf_get_wqe(&d->qp->sq.fbc, edge - 1) +
+			    MLX5_SEND_WQE_BB);
+
+	for (i = 0; i < ARRAY_SIZE(drive_edge_wrs); i++) {
+		const struct drive_edge_wr *w = &drive_edge_wrs[i];
+		u32 bbs;
+
+		if (w->op == IB_WR_REG_MR_INTEGRITY &&
+		    !(v->flags & IB_QP_CREATE_INTEGRITY_EN))
+			continue;
+		bbs = drive_post_at(test, d, w, edge, want, len, &res);
+		KUNIT_ASSERT_EQ_MSG(test, res.ret, 0, "%s", w->name);
+		KUNIT_ASSERT_FALSE(test, res.overrun);
+		KUNIT_ASSERT_GT(test, bbs, 0);
+
+		for (k = 1; k <= DRIVE_EDGE_STARTS; k++) {
+			u32 n = drive_post_at(test, d, w, edge - k, got, len,
+					      &res);
+
+			placed++;
+			KUNIT_EXPECT_EQ(test, res.ret, 0);
+			if (res.overrun)
+				overrun++;
+			if (n != bbs || memcmp(want, got, bbs * MLX5_SEND_WQE_BB))
+				differ++;
+			KUNIT_EXPECT_TRUE_MSG(test, n == bbs &&
+					      !memcmp(want, got,
+						      bbs * MLX5_SEND_WQE_BB),
+					      "%s %s from %u blocks before the edge: WQEs differ from the fragment's start",
+					      v->name, w->name, k);
+		}
+	}
+	d->sig_mr->pi_mr = d->mr;
+	kunit_info(test, "%u placements, %u written past their fragment, %u built wrong\n",
+		   placed, overrun, differ);
+	KUNIT_EXPECT_EQ(test, overrun, 0);
+	KUNIT_EXPECT_EQ(test, differ, 0);
+}
+
 static struct kunit_case mlx5_ib_wr_drive_cases[] = {
 	KUNIT_CASE(mlx5_ib_test_drive_known),
+	KUNIT_CASE_PARAM(mlx5_ib_test_drive_fragment_edge,
+			 drive_edge_vectors_gen_params),
 	KUNIT_CASE_PARAM(mlx5_ib_test_drive, drive_vectors_gen_params),
 	{}
 };
