@@ -45,7 +45,7 @@ enum {
 	WQE_DS = 16,		/* the unit of a WQE's size */
 	WQE_BB = 64,		/* the unit of the ring */
 	UMR_INLINE_MAX = 64,	/* descriptors a REG_MR WQE carries inline */
-	SIG_WQE_MIN = 512,	/* room an INTEGRITY_EN QP gives every WR */
+	SIG_WQE_MIN = 576,	/* room an INTEGRITY_EN QP gives every WR */
 	SGE_ROOM_MAX = 512,	/* room RC and XRC count SGEs in */
 	MAX_SGE = 64,		/* beyond any WQE */
 };
@@ -140,7 +140,7 @@ static bool model_qp_ok(const struct mlx5_ib_sq_caps *caps,
  * The room every WR gets besides its SGEs.  For RC it holds a REG_MR, the
  * largest fixed WR: sq_overhead() counts the inline descriptors in 16-byte
  * units there (4, for 64 bytes), which the alignment to a basic block
- * makes up for.
+ * makes up for on RC; model_sq() reserves the whole REG_MR on XRC_INI.
  */
 static u32 model_overhead(const struct ib_qp_init_attr *attr)
 {
@@ -168,7 +168,7 @@ static void model_sq(const struct mlx5_ib_sq_caps *caps,
 {
 	const struct ib_qp_cap *cap = &attr->cap;
 	u32 ovh = model_overhead(attr);
-	u32 room;
+	u32 room, reg;
 	u64 ring;
 
 	memset(m, 0, sizeof(*m));
@@ -177,8 +177,17 @@ static void model_sq(const struct mlx5_ib_sq_caps *caps,
 		m->wqe_size = max(m->wqe_size,
 				  ovh + SEG_INLINE + cap->max_inline_data);
 	m->wqe_size = ALIGN(m->wqe_size, WQE_BB);
+	/* A REG_MR with its descriptors inline; it opens REG_MR_INTEGRITY */
+	reg = SEG_CTRL + SEG_UMR_CTRL + SEG_MKEY + UMR_INLINE_MAX;
+	if (attr->qp_type == IB_QPT_XRC_INI)
+		reg = ALIGN(reg + SEG_XRC, WQE_BB);
+	if (attr->qp_type == IB_QPT_RC || attr->qp_type == IB_QPT_XRC_INI)
+		m->wqe_size = max(m->wqe_size, reg);
+	/* That REG_MR, the signature UMR of 4 blocks and two SET_PSV */
 	if (attr->create_flags & IB_QP_CREATE_INTEGRITY_EN)
-		m->wqe_size = max_t(u32, m->wqe_size, SIG_WQE_MIN);
+		m->wqe_size = max_t(u32, m->wqe_size,
+				    attr->qp_type == IB_QPT_XRC_INI ?
+				    reg + 6 * WQE_BB : SIG_WQE_MIN);
 	if (m->wqe_size > caps->max_wqe_sz_sq) {
 		m->err = -EINVAL;
 		return;
@@ -457,10 +466,16 @@ static const struct geom_vector geom_vectors[] = {
 	  0, 448, 1024, 146, 26, 312, 4681 },
 	{ "RC integrity 5 SGEs", 15, 1024, IB_QPT_RC,
 	  IB_QP_CREATE_INTEGRITY_EN, 128, 5, 0,
-	  0, 512, 1024, 128, 30, 376, 4096 },
-	{ "RC integrity 4097 WRs", 15, 1024, IB_QPT_RC,
-	  IB_QP_CREATE_INTEGRITY_EN, 4097, 5, 0,
-	  -ENOMEM, 512, 0, 0, 30, 376, 4096 },
+	  0, 576, 2048, 227, 30, 440, 3640 },
+	{ "RC integrity 3640 WRs", 15, 1024, IB_QPT_RC,
+	  IB_QP_CREATE_INTEGRITY_EN, 3640, 5, 0,
+	  0, 576, 32768, 3640, 30, 440, 3640 },
+	{ "RC integrity 3641 WRs", 15, 1024, IB_QPT_RC,
+	  IB_QP_CREATE_INTEGRITY_EN, 3641, 5, 0,
+	  -ENOMEM, 576, 0, 0, 30, 440, 3640 },
+	{ "RC integrity 512 B WQEs", 15, 512, IB_QPT_RC,
+	  IB_QP_CREATE_INTEGRITY_EN, 128, 1, 0,
+	  -EINVAL, 576, 0, 0, 0, 0, 0 },
 	{ "RC integrity 24 SGEs", 15, 1024, IB_QPT_RC,
 	  IB_QP_CREATE_INTEGRITY_EN, 100, 24, 0,
 	  0, 576, 1024, 113, 30, 440, 3640 },
@@ -475,7 +490,12 @@ static const struct geom_vector geom_vectors[] = {
 	{ "RC large ring 16 SGEs", 17, 1024, IB_QPT_RC, 0, 4000, 16, 0,
 	  0, 448, 32768, 4681, 26, 312, 18724 },
 	{ "XRC_INI 128 WRs 2 SGEs", 15, 1024, IB_QPT_XRC_INI, 0, 128, 2, 0,
-	  0, 192, 512, 170, 9, 40, 10922 },
+	  0, 256, 512, 128, 13, 104, 8192 },
+	{ "XRC_INI 128 WRs 3 SGEs", 15, 1024, IB_QPT_XRC_INI, 0, 128, 3, 0,
+	  0, 256, 512, 128, 13, 104, 8192 },
+	{ "XRC_INI integrity 2 SGEs", 15, 1024, IB_QPT_XRC_INI,
+	  IB_QP_CREATE_INTEGRITY_EN, 128, 2, 0,
+	  0, 640, 2048, 204, 29, 488, 3276 },
 	{ "UC 128 WRs 1 SGE", 15, 1024, IB_QPT_UC, 0, 128, 1, 0,
 	  0, 192, 512, 170, 4, 60, 10922 },
 	{ "UD 128 WRs 1 SGE", 15, 1024, IB_QPT_UD, 0, 128, 1, 0,
@@ -1044,11 +1064,12 @@ static void mlx5_ib_test_cost_fits_ring(struct kunit *test)
 }
 
 /*
- * The integrity corner cases, charged by the hook rather than changed in
- * the driver: REG_MR_INTEGRITY takes 9 blocks where an INTEGRITY_EN QP
- * reserves 8 per WR below 24 SGEs, so it costs 2 units there; when
- * signaled it completes twice (four times with IB_SIGNAL_ALL_WR), and a
- * flush completes each of its 4 WQEs.
+ * The integrity corner cases: REG_MR_INTEGRITY takes 9 blocks (10 on
+ * XRC_INI), which an INTEGRITY_EN QP reserves for every WR, so that it
+ * costs one unit at every SGE count; when signaled it completes twice
+ * (four times with IB_SIGNAL_ALL_WR), and a flush completes each of its 4
+ * WQEs.  The XRC_INI REG_MR with its descriptors inline, 4 blocks, fits
+ * the room of one WR too.
  */
 static void mlx5_ib_test_integrity(struct kunit *test)
 {
@@ -1066,15 +1087,11 @@ static void mlx5_ib_test_integrity(struct kunit *test)
 		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr,
 						      IB_WR_REG_MR_INTEGRITY,
 						      0, &cost), 0);
-		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, sge < 24 ? 2 : 1,
-				    "%u SGEs", sge);
+		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, 1, "%u SGEs", sge);
 		KUNIT_EXPECT_EQ(test, cost.cqe_signaled, 2);
 		KUNIT_EXPECT_EQ(test, cost.cqe_error, 4);
-		/* One unit each would overrun the ring by a block per WR */
-		if (sge < 24)
-			KUNIT_EXPECT_GT(test, geom.max_post * 9, geom.wqe_cnt);
-		else
-			KUNIT_EXPECT_LE(test, geom.max_post * 9, geom.wqe_cnt);
+		/* A ring full of them stays within its blocks */
+		KUNIT_EXPECT_LE(test, geom.max_post * 9, geom.wqe_cnt);
 
 		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr,
 						      IB_WR_REG_MR, 0, &cost),
@@ -1092,13 +1109,24 @@ static void mlx5_ib_test_integrity(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cost.cqe_signaled, 4);
 	KUNIT_EXPECT_EQ(test, cost.cqe_error, 4);
 
-	/* The XRC_INI REG_MR with its descriptors inline: 4 blocks of 3 */
 	for (sge = 0; sge <= 4; sge++) {
+		attr = test_attr(IB_QPT_XRC_INI, IB_QP_CREATE_INTEGRITY_EN, 128,
+				 sge, 0);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_calc_sq_geom(caps, &attr, &geom),
+				0);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr,
+						      IB_WR_REG_MR_INTEGRITY,
+						      0, &cost), 0);
+		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, 1, "%u SGEs", sge);
+		KUNIT_EXPECT_LE(test, geom.max_post * 10, geom.wqe_cnt);
+
 		attr = test_attr(IB_QPT_XRC_INI, 0, 128, sge, 0);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_calc_sq_geom(caps, &attr, &geom),
+				0);
 		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_REG_MR,
 						      0, &cost), 0);
-		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, sge <= 2 ? 2 : 1,
-				    "%u SGEs", sge);
+		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, 1, "%u SGEs", sge);
+		KUNIT_EXPECT_LE(test, geom.max_post * 4, geom.wqe_cnt);
 	}
 }
 
@@ -1554,6 +1582,14 @@ static void drive_check(struct kunit *test, struct drive_qp *d,
 	bool blocks = match == DRIVE_EXACT ? res->bbs == bbs :
 		      match == DRIVE_AT_MOST ? res->bbs <= bbs : true;
 
+	/*
+	 * mlx5r_wq_overflow() admits WRs by count: a WR larger than the room
+	 * the QP reserves for each overwrites the WQEs of others once the
+	 * ring is full.
+	 */
+	KUNIT_EXPECT_LE_MSG(test, res->bbs * MLX5_SEND_WQE_BB, d->geom.wqe_size,
+			    "%s opcode %u: larger than the room of one WR",
+			    d->name, op);
 	if (!res->ret && res->wrs == 1 && blocks &&
 	    res->bbs * MLX5_SEND_WQE_BB <= cost->sq_units * d->geom.wqe_size &&
 	    res->wqes == cost->cqe_error && res->signaled == cost->cqe_signaled)
@@ -1713,9 +1749,9 @@ static void mlx5_ib_test_drive(struct kunit *test)
 }
 
 /*
- * Figures a review counted by hand: the largest inline descriptor list, 8
- * MTTs, takes 3 blocks on RC, which its WQE holds, and 4 on XRC_INI,
- * which cost 2 units of its 3.
+ * Figures counted by hand: the largest inline descriptor list, 8 MTTs,
+ * takes 3 blocks on RC and 4 on XRC_INI, which a QP of 1 SGE reserves
+ * for every WR on either.
  */
 static void mlx5_ib_test_drive_known(struct kunit *test)
 {
@@ -1729,11 +1765,12 @@ static void mlx5_ib_test_drive_known(struct kunit *test)
 		const struct drive_vector *v;
 		enum ib_wr_opcode op;
 		u32 bbs;
-		u32 units;
+		u32 room;
 	} known[] = {
-		{ &rc, IB_WR_REG_MR, 3, 1 },
-		{ &rc, IB_WR_LOCAL_INV, 2, 1 },
-		{ &xrc, IB_WR_REG_MR, 4, 2 },
+		{ &rc, IB_WR_REG_MR, 3, 3 },
+		{ &rc, IB_WR_LOCAL_INV, 2, 3 },
+		{ &xrc, IB_WR_REG_MR, 4, 4 },
+		{ &xrc, IB_WR_LOCAL_INV, 3, 4 },
 	};
 	unsigned int i;
 
@@ -1743,7 +1780,9 @@ static void mlx5_ib_test_drive_known(struct kunit *test)
 		struct drive_result res;
 		struct ib_wr_cost cost;
 
-		KUNIT_ASSERT_EQ(test, d->geom.wqe_size, 3 * MLX5_SEND_WQE_BB);
+		KUNIT_EXPECT_EQ_MSG(test, d->geom.wqe_size,
+				    known[i].room * MLX5_SEND_WQE_BB,
+				    "%s opcode %u", d->name, known[i].op);
 		KUNIT_ASSERT_EQ(test, mlx5_ib_get_wr_cost(&d->dev->ib_dev,
 							  &d->attr, known[i].op,
 							  0, &cost), 0);
@@ -1756,10 +1795,7 @@ static void mlx5_ib_test_drive_known(struct kunit *test)
 		KUNIT_EXPECT_EQ_MSG(test, res.bbs, known[i].bbs, "%s opcode %u",
 				    d->name, known[i].op);
 		KUNIT_EXPECT_EQ(test, layout.bbs, known[i].bbs);
-		KUNIT_EXPECT_EQ(test, cost.sq_units, known[i].units);
-		/* More than one unit exactly when the WQE outgrows its room */
-		KUNIT_EXPECT_EQ(test, res.bbs * MLX5_SEND_WQE_BB >
-				      d->geom.wqe_size, known[i].units > 1);
+		KUNIT_EXPECT_EQ(test, cost.sq_units, 1);
 	}
 }
 
