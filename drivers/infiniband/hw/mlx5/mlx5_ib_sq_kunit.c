@@ -1963,7 +1963,87 @@ static void mlx5_ib_test_drive_fragment_edge(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, differ, 0);
 }
 
+/* A CQ that only mlx5_ib_poll_cq()'s software paths look at */
+static struct mlx5_ib_cq *drive_cq_create(struct kunit *test,
+					  struct drive_qp *d)
+{
+	struct mlx5_ib_cq *cq = kunit_kzalloc(test, sizeof(*cq), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, cq);
+	cq->ibcq.device = &d->dev->ib_dev;
+	spin_lock_init(&cq->lock);
+	INIT_LIST_HEAD(&cq->wc_list);
+	INIT_LIST_HEAD(&cq->list_send_qp);
+	INIT_LIST_HEAD(&cq->list_recv_qp);
+	list_add_tail(&d->qp->cq_send_list, &cq->list_send_qp);
+	d->qp->ibqp.send_cq = &cq->ibcq;
+	return cq;
+}
+
+/*
+ * After a fatal error mlx5_ib_poll_cq() makes up the flush completions
+ * of the WRs the device will never complete.  A REG_MR_INTEGRITY is 4
+ * WQEs, each flushed on its own; the WRs after it must be flushed too,
+ * or ib_drain_sq() waits for its drain WR forever.
+ */
+static void mlx5_ib_test_drive_flush_after_fatal_error(struct kunit *test)
+{
+	static const struct drive_vector v = {
+		"RC INTEGRITY_EN 2 SGEs", IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN,
+		2, 0, IB_SIGNAL_REQ_WR,
+	};
+	static const struct drive_edge_wr integrity = {
+		"REG_MR_INTEGRITY", IB_WR_REG_MR_INTEGRITY,
+		MLX5_MKC_ACCESS_MODE_MTT, 4, false, true,
+	};
+	struct drive_qp *d = drive_qp_create(test, &v);
+	struct mlx5_ib_cq *cq = drive_cq_create(test, d);
+	struct mlx5_ib_wq *sq = &d->qp->sq;
+	static const u64 want[] = { 1, 1, 1, 1, 2, 3 };
+	const int nwant = ARRAY_SIZE(want);
+	struct drive_result res;
+	struct ib_wc wc[16] = {};
+	int i, n, got = 0;
+	unsigned int tail;
+
+	/* Three WRs left outstanding: drive_post() would retire them */
+	tail = sq->tail;
+	drive_edge_setup(d, &integrity);
+	drive_post(test, d, IB_WR_REG_MR_INTEGRITY, 0, 0, &res);
+	KUNIT_ASSERT_EQ(test, res.ret, 0);
+	KUNIT_ASSERT_EQ(test, res.wqes, 4);
+	drive_post(test, d, IB_WR_SEND, 1, 0, &res);
+	KUNIT_ASSERT_EQ(test, res.ret, 0);
+	drive_post(test, d, IB_WR_SEND, 1, 0, &res);
+	KUNIT_ASSERT_EQ(test, res.ret, 0);
+	sq->tail = tail;
+	KUNIT_ASSERT_EQ(test, sq->head - sq->tail, 3);
+
+	d->dev->mdev->state = MLX5_DEVICE_STATE_INTERNAL_ERROR;
+	/* Two at a time, so that a flush resumes where the last one ended */
+	do {
+		n = mlx5_ib_poll_cq(&cq->ibcq, 2, wc + got);
+		KUNIT_ASSERT_GE(test, n, 0);
+		KUNIT_ASSERT_LE(test, n, 2);
+		got += n;
+	} while (n && got <= ARRAY_SIZE(wc) - 2);
+
+	kunit_info(test, "%d flush completions for %d WQEs\n", got, nwant);
+	KUNIT_EXPECT_EQ(test, got, nwant);
+	for (i = 0; i < got && i < nwant; i++) {
+		KUNIT_EXPECT_EQ_MSG(test, wc[i].wr_id, want[i], "completion %d",
+				    i);
+		KUNIT_EXPECT_EQ(test, wc[i].status, IB_WC_WR_FLUSH_ERR);
+		KUNIT_EXPECT_PTR_EQ(test, wc[i].qp, &d->qp->ibqp);
+	}
+	KUNIT_EXPECT_EQ(test, sq->tail, sq->head);
+	KUNIT_EXPECT_EQ(test, sq->last_poll, sq->cur_post);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_poll_cq(&cq->ibcq, 2, wc), 0);
+	d->dev->mdev->state = MLX5_DEVICE_STATE_UP;
+}
+
 static struct kunit_case mlx5_ib_wr_drive_cases[] = {
+	KUNIT_CASE(mlx5_ib_test_drive_flush_after_fatal_error),
 	KUNIT_CASE(mlx5_ib_test_drive_known),
 	KUNIT_CASE_PARAM(mlx5_ib_test_drive_fragment_edge,
 			 drive_edge_vectors_gen_params),
