@@ -1262,8 +1262,9 @@ static const enum ib_wr_opcode drive_ops[] = {
 	IB_WR_SEND, IB_WR_SEND_WITH_IMM, IB_WR_SEND_WITH_INV,
 	IB_WR_RDMA_WRITE, IB_WR_RDMA_WRITE_WITH_IMM, IB_WR_RDMA_READ,
 	IB_WR_ATOMIC_CMP_AND_SWP, IB_WR_ATOMIC_FETCH_AND_ADD,
-	IB_WR_MASKED_ATOMIC_CMP_AND_SWP, IB_WR_LOCAL_INV, IB_WR_REG_MR,
-	IB_WR_REG_MR_INTEGRITY,
+	IB_WR_MASKED_ATOMIC_CMP_AND_SWP, IB_WR_MASKED_ATOMIC_FETCH_AND_ADD,
+	IB_WR_RDMA_READ_WITH_INV, IB_WR_BIND_MW, IB_WR_LOCAL_INV,
+	IB_WR_REG_MR, IB_WR_REG_MR_INTEGRITY,
 };
 
 struct drive_qp {
@@ -1300,6 +1301,24 @@ struct drive_result {
 	u32 wrs;
 	bool overrun;
 };
+
+static void drive_post(struct kunit *test, struct drive_qp *d,
+		       enum ib_wr_opcode op, u32 num_sge, u32 inl,
+		       struct drive_result *res);
+
+/* A WR the hook refuses must be refused whole by the driver too */
+static int drive_refused(struct kunit *test, struct drive_qp *d,
+			 enum ib_wr_opcode op, u32 num_sge)
+{
+	struct drive_result res;
+
+	drive_post(test, d, op, num_sge, 0, &res);
+	KUNIT_EXPECT_LT_MSG(test, res.ret, 0, "%s opcode %u posted", d->name,
+			    op);
+	KUNIT_EXPECT_EQ_MSG(test, res.bbs, 0, "%s opcode %u", d->name, op);
+	KUNIT_EXPECT_EQ_MSG(test, res.wrs, 0, "%s opcode %u", d->name, op);
+	return res.ret;
+}
 
 static struct mlx5_ib_mr *drive_mr(struct kunit *test, struct drive_qp *d)
 {
@@ -1484,7 +1503,8 @@ static bool drive_is_atomic(enum ib_wr_opcode op)
 {
 	return op == IB_WR_ATOMIC_CMP_AND_SWP ||
 	       op == IB_WR_ATOMIC_FETCH_AND_ADD ||
-	       op == IB_WR_MASKED_ATOMIC_CMP_AND_SWP;
+	       op == IB_WR_MASKED_ATOMIC_CMP_AND_SWP ||
+	       op == IB_WR_MASKED_ATOMIC_FETCH_AND_ADD;
 }
 
 /* Posts one signaled WR of @num_sge SGEs, @inl bytes inline if not 0 */
@@ -1617,16 +1637,12 @@ static void drive_data(struct kunit *test, struct drive_qp *d,
 				  &cost);
 	if (err) {
 		KUNIT_EXPECT_EQ(test, err, -EOPNOTSUPP);
-		/*
-		 * RC refuses atomics as well, with a warning: once is
-		 * enough.  UC and UD build whatever they are given, so
-		 * there is nothing to compare.
-		 */
-		if (!rc || !drive_is_atomic(op) || num_sge != 1)
+		/* The driver refuses it as well, with a warning: once */
+		if (num_sge != 1)
 			return;
-		drive_post(test, d, op, num_sge, 0, &res);
-		KUNIT_EXPECT_EQ(test, res.ret, -EOPNOTSUPP);
-		KUNIT_EXPECT_EQ(test, res.bbs, 0);
+		err = drive_refused(test, d, op, num_sge);
+		if (rc && drive_is_atomic(op))
+			KUNIT_EXPECT_EQ(test, err, -EOPNOTSUPP);
 		return;
 	}
 	KUNIT_ASSERT_EQ(test, mlx5_ib_calc_wr_layout(&d->attr, op, num_sge,
@@ -1671,6 +1687,7 @@ static void drive_registration(struct kunit *test, struct drive_qp *d,
 	err = mlx5_ib_get_wr_cost(&d->dev->ib_dev, &d->attr, op, 0, &cost);
 	if (err) {
 		KUNIT_EXPECT_EQ(test, err, -EOPNOTSUPP);
+		drive_refused(test, d, op, 0);
 		return;
 	}
 	KUNIT_ASSERT_EQ(test, mlx5_ib_calc_wr_layout(&d->attr, op, 0,
