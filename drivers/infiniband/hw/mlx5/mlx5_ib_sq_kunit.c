@@ -15,6 +15,7 @@
 #include <kunit/test.h>
 #include <linux/log2.h>
 #include <linux/mlx5/qp.h>
+#include <linux/prandom.h>
 #include "mlx5_ib.h"
 #include "qp.h"
 #include "wr.h"
@@ -2059,7 +2060,394 @@ static void mlx5_ib_test_drive_flush_after_fatal_error(struct kunit *test)
 	d->dev->mdev->state = MLX5_DEVICE_STATE_UP;
 }
 
+/* ---- A Send Queue run full, with a CQ that completes it ---- */
+
+enum {
+	RING_CQ_LOG = 6,	/* 64 CQEs: one page, one fragment */
+	RING_POLL = 4,		/* CQEs taken by one poll */
+	RING_MAX_CHAIN = 5,
+	RING_ROUNDS = 3000,
+	RING_REFUSE_EVERY = 250,	/* the driver warns at each refusal */
+};
+
+/* One ib_slot_post()-like chain: only its last WR is signaled */
+struct ring_chain {
+	u64 wr_id;		/* of the last, signaled WR */
+	u16 wqe;		/* the index of its WQE in the ring */
+	u16 end;		/* cur_post after the chain */
+	u32 units;		/* what the WR cost hook charges for it */
+};
+
+struct ring_run {
+	struct drive_qp *d;
+	struct mlx5_ib_cq *cq;
+	u32 cq_prod;		/* CQEs the "device" wrote */
+	struct ring_chain *chains;
+	u32 first, nr;		/* the chains not yet completed */
+	u32 units;		/* their units */
+	u32 budget;		/* what the QP was granted: max_send_wr */
+	unsigned long wrs, polled, refused;
+	u16 wraps;
+	struct rnd_state rnd;
+};
+
+static void ring_qp_untrack(void *arg)
+{
+	struct drive_qp *d = arg;
+
+	radix_tree_delete(&d->dev->qp_table.tree,
+			  d->qp->trans_qp.base.mqp.qpn);
+}
+
+/*
+ * The CQ of drive_cq_create() with a ring of CQEs that the test writes as
+ * the device would, and the QP in the device's table, where mlx5_poll_one()
+ * looks a CQE's QP number up.
+ */
+static void ring_cq_setup(struct kunit *test, struct ring_run *r)
+{
+	struct drive_qp *d = r->d;
+	struct mlx5_ib_cq *cq = r->cq;
+	struct mlx5_buf_list *frag;
+	unsigned int i;
+
+	frag = kunit_kzalloc(test, sizeof(*frag), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, frag);
+	frag->buf = kunit_kzalloc(test, sizeof(struct mlx5_cqe64) <<
+				  RING_CQ_LOG, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, frag->buf);
+	mlx5_init_fbc(frag, ilog2(sizeof(struct mlx5_cqe64)), RING_CQ_LOG,
+		      &cq->buf.fbc);
+	for (i = 0; i < 1 << RING_CQ_LOG; i++) {
+		struct mlx5_cqe64 *cqe = mlx5_frag_buf_get_wqe(&cq->buf.fbc, i);
+
+		cqe->op_own = MLX5_CQE_INVALID << 4 | MLX5_CQE_OWNER_MASK;
+	}
+	cq->ibcq.cqe = (1 << RING_CQ_LOG) - 1;
+	cq->mcq.cqe_sz = sizeof(struct mlx5_cqe64);
+	cq->mcq.set_ci_db = kunit_kzalloc(test, 2 * sizeof(__be32),
+					  GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, cq->mcq.set_ci_db);
+
+	d->qp->trans_qp.base.container_mibqp = d->qp;
+	INIT_RADIX_TREE(&d->dev->qp_table.tree, GFP_KERNEL);
+	KUNIT_ASSERT_EQ(test,
+			radix_tree_insert(&d->dev->qp_table.tree,
+					  d->qp->trans_qp.base.mqp.qpn,
+					  &d->qp->trans_qp.base.mqp), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, ring_qp_untrack,
+							d), 0);
+}
+
+/* The device completes the WQE at @wqe: one CQE, in order */
+static void ring_complete(struct ring_run *r, u16 wqe)
+{
+	struct mlx5_ib_cq *cq = r->cq;
+	u32 n = r->cq_prod++;
+	struct mlx5_cqe64 *cqe =
+		mlx5_frag_buf_get_wqe(&cq->buf.fbc, n & cq->ibcq.cqe);
+	u32 qpn = r->d->qp->trans_qp.base.mqp.qpn;
+
+	memset(cqe, 0, sizeof(*cqe));
+	cqe->sop_drop_qpn = cpu_to_be32(MLX5_OPCODE_SEND << 24 | qpn);
+	cqe->wqe_counter = cpu_to_be16(wqe);
+	/* The opcode and the owner bit last, as the device writes them */
+	wmb();
+	cqe->op_own = MLX5_CQE_REQ << 4 | !!(n & (cq->ibcq.cqe + 1));
+}
+
+static const enum ib_wr_opcode ring_shapes[][RING_MAX_CHAIN] = {
+	{ IB_WR_SEND },
+	{ IB_WR_RDMA_WRITE, IB_WR_SEND },
+	{ IB_WR_LOCAL_INV, IB_WR_REG_MR, IB_WR_RDMA_READ, IB_WR_SEND },
+	{ IB_WR_REG_MR, IB_WR_RDMA_WRITE, IB_WR_RDMA_WRITE_WITH_IMM,
+	  IB_WR_SEND_WITH_INV },
+	{ IB_WR_LOCAL_INV, IB_WR_REG_MR_INTEGRITY, IB_WR_RDMA_WRITE,
+	  IB_WR_SEND },
+};
+
+/*
+ * Posts one chain of @n WRs whose last is signaled, as ib_slot_post()
+ * does, and returns what mlx5_ib_post_send() returned; *@posted is the
+ * number of its WRs in the ring.
+ */
+static int ring_post(struct kunit *test, struct ring_run *r,
+		     const enum ib_wr_opcode *ops, unsigned int n,
+		     unsigned int *posted)
+{
+	union {
+		struct ib_send_wr send;
+		struct ib_rdma_wr rdma;
+		struct ib_reg_wr reg;
+	} wr[RING_MAX_CHAIN] = {};
+	struct drive_qp *d = r->d;
+	const struct ib_send_wr *bad = NULL;
+	unsigned int i, head = d->qp->sq.head;
+	u32 max_sge = d->attr.cap.max_send_sge;
+	int ret;
+
+	for (i = 0; i < max_sge; i++)
+		d->sge[i] = (struct ib_sge){
+			.addr = (uintptr_t)d->data, .length = DRIVE_SGE_LEN,
+			.lkey = 0x100,
+		};
+	for (i = 0; i < n; i++) {
+		struct ib_send_wr *w = &wr[i].send;
+
+		w->wr_id = ++d->posted;
+		w->opcode = ops[i];
+		w->send_flags = i == n - 1 ? IB_SEND_SIGNALED : 0;
+		w->next = i == n - 1 ? NULL : &wr[i + 1].send;
+		w->ex.invalidate_rkey = 0x1234;
+		switch (ops[i]) {
+		case IB_WR_RDMA_WRITE:
+		case IB_WR_RDMA_WRITE_WITH_IMM:
+		case IB_WR_RDMA_READ:
+			wr[i].rdma.remote_addr = 0x20000;
+			wr[i].rdma.rkey = 0x5678;
+			fallthrough;
+		case IB_WR_SEND:
+		case IB_WR_SEND_WITH_INV:
+			w->sg_list = d->sge;
+			w->num_sge = max_sge ?
+				     1 + prandom_u32_state(&r->rnd) % max_sge :
+				     0;
+			break;
+		case IB_WR_REG_MR:
+			wr[i].reg.mr = &d->mr->ibmr;
+			wr[i].reg.key = 0x1234;
+			wr[i].reg.access = DRIVE_ACCESS;
+			break;
+		case IB_WR_REG_MR_INTEGRITY:
+			wr[i].reg.mr = &d->sig_mr->ibmr;
+			wr[i].reg.key = 0x1234;
+			wr[i].reg.access = DRIVE_ACCESS;
+			d->sig_mr->sig->sig_status_checked = true;
+			break;
+		default:
+			break;
+		}
+	}
+	ret = mlx5_ib_post_send(&d->qp->ibqp, &wr[0].send, &bad, false);
+	*posted = d->qp->sq.head - head;
+	KUNIT_EXPECT_EQ(test, *posted, ret ? bad - &wr[0].send : n);
+	return ret;
+}
+
+/*
+ * The WQE a chain posted from @start is completed by: its last, the only
+ * one signaled, found by the ds counts of its control segments.
+ */
+static u16 ring_last_wqe(struct kunit *test, struct ring_run *r, u16 start)
+{
+	struct mlx5_ib_wq *sq = &r->d->qp->sq;
+	u16 pos = start, wqe = start;
+	u32 ds, signaled = 0;
+
+	while (pos != sq->cur_post) {
+		struct mlx5_wqe_ctrl_seg *ctrl =
+			mlx5_frag_buf_get_wqe(&sq->fbc,
+					      pos & (sq->wqe_cnt - 1));
+
+		ds = be32_to_cpu(ctrl->qpn_ds) & MLX5_WQE_CTRL_DS_MASK;
+		KUNIT_ASSERT_GT(test, ds, 0);
+		if (ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE)
+			signaled++;
+		wqe = pos;
+		pos += DIV_ROUND_UP(ds * MLX5_SEND_WQE_DS, MLX5_SEND_WQE_BB);
+	}
+	KUNIT_EXPECT_EQ(test, signaled, 1);
+	return wqe;
+}
+
+/* Whether the chains still in the ring fit it, as admission promises */
+static void ring_check(struct kunit *test, struct ring_run *r)
+{
+	struct mlx5_ib_wq *sq = &r->d->qp->sq;
+	u16 used = sq->cur_post - sq->last_poll;
+
+	KUNIT_ASSERT_LE_MSG(test, used, sq->wqe_cnt,
+			    "%s: %u blocks of WQEs not yet completed in a ring of %u",
+			    r->d->name, used, sq->wqe_cnt);
+	KUNIT_ASSERT_EQ(test, sq->head - sq->tail, r->units);
+	KUNIT_ASSERT_FALSE(test, drive_overrun(r->d));
+}
+
+/* Completes the oldest @k chains and polls their completions */
+static void ring_retire(struct kunit *test, struct ring_run *r, u32 k)
+{
+	struct mlx5_ib_wq *sq = &r->d->qp->sq;
+	u32 nchains = r->budget + 1, i, got = 0;
+	struct ib_wc wc[RING_POLL];
+	u16 end = 0;
+	int n, j;
+
+	for (i = 0; i < k; i++)
+		ring_complete(r, r->chains[(r->first + i) % nchains].wqe);
+	do {
+		n = mlx5_ib_poll_cq(&r->cq->ibcq, RING_POLL, wc);
+		KUNIT_ASSERT_GE(test, n, 0);
+		for (j = 0; j < n; j++, got++) {
+			struct ring_chain *c = &r->chains[r->first];
+
+			KUNIT_ASSERT_LT(test, got, k);
+			KUNIT_EXPECT_EQ(test, wc[j].status, IB_WC_SUCCESS);
+			KUNIT_EXPECT_EQ(test, wc[j].wr_id, c->wr_id);
+			KUNIT_EXPECT_PTR_EQ(test, wc[j].qp, &r->d->qp->ibqp);
+			/* The credits the core gives back at this completion */
+			r->units -= c->units;
+			r->first = (r->first + 1) % nchains;
+			r->nr--;
+			end = c->end;
+		}
+		/* The next WQE to complete follows the last one polled */
+		if (n)
+			KUNIT_EXPECT_EQ(test, sq->last_poll, end);
+	} while (n);
+	KUNIT_ASSERT_EQ(test, got, k);
+	r->polled += k;
+	/* What the ring admits again is what the core gave back */
+	KUNIT_ASSERT_EQ(test, sq->max_post - (sq->head - sq->tail),
+			r->budget - r->units);
+	ring_check(test, r);
+}
+
+static const struct drive_vector ring_vectors[] = {
+	{ "RC 1 SGE", IB_QPT_RC, 0, 1, 0, IB_SIGNAL_REQ_WR },
+	{ "RC 4 SGEs", IB_QPT_RC, 0, 4, 0, IB_SIGNAL_REQ_WR },
+	{ "RC INTEGRITY_EN 2 SGEs", IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN, 2, 0,
+	  IB_SIGNAL_REQ_WR },
+	{ "XRC_INI 1 SGE", IB_QPT_XRC_INI, 0, 1, 0, IB_SIGNAL_REQ_WR },
+	{ "XRC_INI INTEGRITY_EN 2 SGEs", IB_QPT_XRC_INI,
+	  IB_QP_CREATE_INTEGRITY_EN, 2, 0, IB_SIGNAL_REQ_WR },
+};
+
+KUNIT_ARRAY_PARAM(ring_vectors, ring_vectors, drive_vector_desc);
+
+/*
+ * mlx5_ib_post_send() driven as ib_slot drives it: chains of WRs, only the
+ * last signaled, admitted by the units the WR cost hook charges against
+ * the max_send_wr the QP was granted, and given back when the chain's
+ * completion is polled.  Each round fills the ring to that budget, checks
+ * now and then that the next WR is refused, then has the "device"
+ * complete some of the oldest chains through the CQ.  A post the budget admits must succeed and
+ * stay within the ring's blocks not yet completed; the ring must take
+ * again exactly what the completions gave back; the ring wraps many times.
+ */
+static void mlx5_ib_test_drive_ring_full(struct kunit *test)
+{
+	const struct drive_vector *v = test->param_value;
+	struct ring_run *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	bool integrity = v->flags & IB_QP_CREATE_INTEGRITY_EN;
+	struct mlx5_ib_wq *sq;
+	struct drive_qp *d;
+	unsigned int round, i, posted;
+	u16 last = 0, start;
+	int ret;
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	d = drive_qp_create(test, v);
+	r->d = d;
+	r->cq = drive_cq_create(test, d);
+	ring_cq_setup(test, r);
+	sq = &d->qp->sq;
+	r->budget = d->geom.max_post;
+	/* A CQE for every chain in the ring fits the CQ */
+	KUNIT_ASSERT_LT(test, r->budget, 1 << RING_CQ_LOG);
+	r->chains = kunit_kcalloc(test, r->budget + 1, sizeof(*r->chains),
+				  GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, r->chains);
+	prandom_seed_state(&r->rnd, 0x35);
+	drive_mr_descs(d->mr, MLX5_MKC_ACCESS_MODE_MTT, 8);
+	drive_edge_setup(d, &(const struct drive_edge_wr){
+		"REG_MR_INTEGRITY", IB_WR_REG_MR_INTEGRITY,
+		MLX5_MKC_ACCESS_MODE_MTT, 8, false, true });
+
+	for (round = 0; round < RING_ROUNDS; round++) {
+		/* Fill: every chain the remaining credits admit */
+		for (;;) {
+			u32 shape = prandom_u32_state(&r->rnd) %
+				    (ARRAY_SIZE(ring_shapes) - !integrity);
+			const enum ib_wr_opcode *ops = ring_shapes[shape];
+			struct ring_chain *c;
+			u32 units = 0;
+			unsigned int n;
+
+			for (n = 0; n < RING_MAX_CHAIN && ops[n] != IB_WR_SEND &&
+			     ops[n] != IB_WR_SEND_WITH_INV; n++)
+				;
+			n++;
+			for (i = 0; i < n; i++) {
+				struct ib_wr_cost cost;
+
+				KUNIT_ASSERT_EQ(test,
+						mlx5_ib_get_wr_cost(&d->dev->ib_dev,
+								    &d->attr,
+								    ops[i], 1,
+								    &cost), 0);
+				units += cost.sq_units;
+			}
+			if (r->units + units > r->budget)
+				break;
+			c = &r->chains[(r->first + r->nr) % (r->budget + 1)];
+			start = sq->cur_post;
+			ret = ring_post(test, r, ops, n, &posted);
+			KUNIT_ASSERT_EQ_MSG(test, ret, 0,
+					    "%s: chain of %u WRs refused at %u of %u units",
+					    d->name, n, r->units, r->budget);
+			c->wr_id = d->posted;
+			c->wqe = ring_last_wqe(test, r, start);
+			c->end = sq->cur_post;
+			c->units = units;
+			r->nr++;
+			r->units += units;
+			r->wrs += n;
+			ring_check(test, r);
+		}
+		/* Single SENDs up to the budget, then one more is refused */
+		while (r->units < r->budget) {
+			static const enum ib_wr_opcode send = IB_WR_SEND;
+			struct ring_chain *c =
+				&r->chains[(r->first + r->nr) % (r->budget + 1)];
+
+			start = sq->cur_post;
+			ret = ring_post(test, r, &send, 1, &posted);
+			KUNIT_ASSERT_EQ(test, ret, 0);
+			c->wr_id = d->posted;
+			c->wqe = ring_last_wqe(test, r, start);
+			c->end = sq->cur_post;
+			c->units = 1;
+			r->nr++;
+			r->units++;
+			r->wrs++;
+			ring_check(test, r);
+		}
+		if (round % RING_REFUSE_EVERY == 0) {
+			static const enum ib_wr_opcode send = IB_WR_SEND;
+
+			ret = ring_post(test, r, &send, 1, &posted);
+			KUNIT_ASSERT_EQ(test, ret, -ENOMEM);
+			KUNIT_ASSERT_EQ(test, posted, 0);
+			r->refused++;
+			ring_check(test, r);
+		}
+		if (sq->cur_post < last)
+			r->wraps++;
+		last = sq->cur_post;
+		ring_retire(test, r, 1 + prandom_u32_state(&r->rnd) % r->nr);
+	}
+	ring_retire(test, r, r->nr);
+	KUNIT_EXPECT_EQ(test, sq->head, sq->tail);
+	KUNIT_EXPECT_EQ(test, sq->last_poll, sq->cur_post);
+	kunit_info(test, "%s: %lu WRs, %lu completions, %lu refused when full, %u blocks, cur_post wrapped %u times\n",
+		   d->name, r->wrs, r->polled, r->refused, sq->wqe_cnt,
+		   r->wraps);
+}
+
 static struct kunit_case mlx5_ib_wr_drive_cases[] = {
+	KUNIT_CASE_PARAM_ATTR(mlx5_ib_test_drive_ring_full,
+			      ring_vectors_gen_params,
+			      { .speed = KUNIT_SPEED_SLOW }),
 	KUNIT_CASE(mlx5_ib_test_drive_flush_after_fatal_error),
 	KUNIT_CASE(mlx5_ib_test_drive_known),
 	KUNIT_CASE_PARAM(mlx5_ib_test_drive_fragment_edge,
