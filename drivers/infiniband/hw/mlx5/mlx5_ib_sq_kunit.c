@@ -951,6 +951,71 @@ static unsigned int sweep_cost(struct kunit *test,
 	return checked;
 }
 
+/*
+ * The cost ops take the caps a QP is asked for.  The device grants more
+ * (SGEs, inline data, WRs): fed back, the granted caps must not make a WR
+ * cost less, or a QP re-costed from them would be charged less than it
+ * takes.  They are no fixed point either: a QP of 19 SGEs is granted 26,
+ * for which a device of 512-byte WQEs has no room, and the op refuses.
+ */
+static void mlx5_ib_test_cost_granted(struct kunit *test)
+{
+	static const enum ib_wr_opcode ops[] = {
+		IB_WR_SEND, IB_WR_SEND_WITH_INV, IB_WR_RDMA_WRITE,
+		IB_WR_RDMA_READ, IB_WR_LOCAL_INV, IB_WR_REG_MR,
+		IB_WR_REG_MR_INTEGRITY,
+	};
+	static const u32 sges[] = { 0, 1, 2, 3, 4, 8, 19, 23, 24, 30 };
+	static const u32 inls[] = { 0, 40, 56, 200 };
+	unsigned int c, q, s, i, o, bad = 0, checked = 0, refused = 0;
+
+	for (c = 0; c < ARRAY_SIZE(test_caps); c++)
+	for (q = 0; q < ARRAY_SIZE(test_qps); q++)
+	for (s = 0; s < ARRAY_SIZE(sges); s++)
+	for (i = 0; i < ARRAY_SIZE(inls); i++) {
+		struct ib_qp_init_attr attr =
+			test_attr(test_qps[q].type, test_qps[q].flags, 128,
+				  sges[s], inls[i]);
+		struct ib_qp_init_attr again = attr;
+		struct ib_qp_budget budget;
+
+		if (mlx5_ib_qp_budget(&test_caps[c], &attr, &budget))
+			continue;
+		again.cap = budget.cap;
+		for (o = 0; o < ARRAY_SIZE(ops); o++) {
+			u32 n = is_registration(ops[o]) ? 0 : sges[s];
+			struct ib_wr_cost asked, granted;
+			int ret;
+
+			ret = mlx5_ib_wr_cost(&test_caps[c], &attr, ops[o], n,
+					      &asked);
+			if (ret)
+				continue;
+			checked++;
+			ret = mlx5_ib_wr_cost(&test_caps[c], &again, ops[o], n,
+					      &granted);
+			if (ret == -EINVAL) {
+				refused++;
+				continue;
+			}
+			if (!ret && granted.sq_units == asked.sq_units &&
+			    granted.cqe_error == asked.cqe_error &&
+			    granted.cqe_signaled == asked.cqe_signaled)
+				continue;
+			if (bad++ < MAX_REPORTS)
+				KUNIT_FAIL(test,
+					   "QP type %d flags 0x%x %u SGEs %u inline opcode %u: %u units asked, %u granted (ret %d)",
+					   attr.qp_type, attr.create_flags,
+					   sges[s], inls[i], ops[o],
+					   asked.sq_units, granted.sq_units,
+					   ret);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0);
+	kunit_info(test, "%u WRs checked, %u refused with the granted caps\n",
+		   checked, refused);
+}
+
 static void mlx5_ib_test_cost_sweep(struct kunit *test)
 {
 	static const u32 sges[] = { 0, 1, 2, 3, 4, 5, 8, 16, 19, 23, 24, 30,
@@ -1195,6 +1260,7 @@ static struct kunit_case mlx5_ib_wr_cost_cases[] = {
 			 layout_vectors_gen_params),
 	KUNIT_CASE(mlx5_ib_test_layout_sweep),
 	KUNIT_CASE(mlx5_ib_test_cost_sweep),
+	KUNIT_CASE(mlx5_ib_test_cost_granted),
 	KUNIT_CASE(mlx5_ib_test_cost_fits_ring),
 	KUNIT_CASE(mlx5_ib_test_integrity),
 	KUNIT_CASE(mlx5_ib_test_cost_errors),
