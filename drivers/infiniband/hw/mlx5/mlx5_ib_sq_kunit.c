@@ -61,20 +61,26 @@ enum {
 
 /* Device generations: the ring and WQE limits differ */
 static const struct mlx5_ib_sq_caps test_caps[] = {
-	{ .log_max_qp_sz = 10, .max_wqe_sz_sq = 512, .xrc = true,
+	{ .log_max_qp_sz = 10, .max_wqe_sz_sq = 512, .max_wqe_sz_rq = 512,
+	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
-	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 512, .xrc = true,
+	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 512, .max_wqe_sz_rq = 512,
+	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
-	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .xrc = true,
+	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .max_wqe_sz_rq = 512,
+	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
-	{ .log_max_qp_sz = 16, .max_wqe_sz_sq = 768, .xrc = true,
+	{ .log_max_qp_sz = 16, .max_wqe_sz_sq = 768, .max_wqe_sz_rq = 512,
+	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
-	{ .log_max_qp_sz = 17, .max_wqe_sz_sq = 1024, .xrc = true,
+	{ .log_max_qp_sz = 17, .max_wqe_sz_sq = 1024, .max_wqe_sz_rq = 512,
+	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
 };
 
 static const struct mlx5_ib_sq_caps caps_15_1024 = {
-	.log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .xrc = true,
+	.log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .max_wqe_sz_rq = 512,
+	.xrc = true,
 	.create_flags = ALL_FLAGS,
 };
 
@@ -236,6 +242,13 @@ static int model_budget(const struct mlx5_ib_sq_caps *caps,
 	memset(b, 0, sizeof(*b));
 	if (!model_qp_ok(caps, attr))
 		return -EOPNOTSUPP;
+	/* A Receive WQE is a power of two of data segments */
+	if (attr->cap.max_recv_wr > 1U << caps->log_max_qp_sz ||
+	    (!attr->srq && attr->qp_type != IB_QPT_XRC_INI &&
+	     attr->cap.max_recv_wr && attr->cap.max_recv_sge &&
+	     roundup_pow_of_two(attr->cap.max_recv_sge * SEG_DATA) >
+	     caps->max_wqe_sz_rq))
+		return -EINVAL;
 	model_sq(caps, attr, &m);
 	b->cap = attr->cap;
 	if (attr->srq || attr->qp_type == IB_QPT_XRC_INI ||
@@ -796,7 +809,31 @@ static void mlx5_ib_test_budget_no_sq(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, budget.max_send_wr_limit, 10922);
 }
 
+/* The budget refuses the Receive Queues QP creation refuses */
+static void mlx5_ib_test_budget_rq(struct kunit *test)
+{
+	const struct mlx5_ib_sq_caps *caps = &caps_15_1024;
+	struct ib_qp_init_attr attr = test_attr(IB_QPT_RC, 0, 128, 1, 0);
+	struct ib_qp_budget budget;
+
+	attr.cap.max_recv_sge = 32;	/* 512 bytes: the largest */
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(caps, &attr, &budget), 0);
+	attr.cap.max_recv_sge = 33;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(caps, &attr, &budget),
+			-EINVAL);
+	/* Without a Receive Queue of its own, its SGEs do not count */
+	attr.cap.max_recv_wr = 0;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(caps, &attr, &budget), 0);
+	attr.cap.max_recv_sge = 1;
+	attr.cap.max_recv_wr = 1U << caps->log_max_qp_sz;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(caps, &attr, &budget), 0);
+	attr.cap.max_recv_wr++;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(caps, &attr, &budget),
+			-EINVAL);
+}
+
 static struct kunit_case mlx5_ib_sq_budget_cases[] = {
+	KUNIT_CASE(mlx5_ib_test_budget_rq),
 	KUNIT_CASE(mlx5_ib_test_segments),
 	KUNIT_CASE_PARAM(mlx5_ib_test_geom_vectors, geom_vectors_gen_params),
 	KUNIT_CASE(mlx5_ib_test_advertised_max_qp_wr),
