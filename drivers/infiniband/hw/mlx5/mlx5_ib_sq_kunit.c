@@ -1004,17 +1004,20 @@ static void mlx5_ib_test_cost_granted(struct kunit *test)
 	};
 	static const u32 sges[] = { 0, 1, 2, 3, 4, 8, 19, 23, 24, 30 };
 	static const u32 inls[] = { 0, 40, 56, 200 };
-	unsigned int c, q, s, i, o, bad = 0, checked = 0, refused = 0;
+	unsigned int n, c, q, s, i, o, bad = 0, checked = 0, refused = 0;
 
-	for (c = 0; c < ARRAY_SIZE(test_caps); c++)
-	for (q = 0; q < ARRAY_SIZE(test_qps); q++)
-	for (s = 0; s < ARRAY_SIZE(sges); s++)
-	for (i = 0; i < ARRAY_SIZE(inls); i++) {
-		struct ib_qp_init_attr attr =
-			test_attr(test_qps[q].type, test_qps[q].flags, 128,
-				  sges[s], inls[i]);
-		struct ib_qp_init_attr again = attr;
+	for (n = 0; n < ARRAY_SIZE(test_caps) * ARRAY_SIZE(test_qps) *
+			ARRAY_SIZE(sges) * ARRAY_SIZE(inls); n++) {
+		struct ib_qp_init_attr attr, again;
 		struct ib_qp_budget budget;
+
+		i = n % ARRAY_SIZE(inls);
+		s = n / ARRAY_SIZE(inls) % ARRAY_SIZE(sges);
+		q = n / ARRAY_SIZE(inls) / ARRAY_SIZE(sges) % ARRAY_SIZE(test_qps);
+		c = n / ARRAY_SIZE(inls) / ARRAY_SIZE(sges) / ARRAY_SIZE(test_qps);
+		attr = test_attr(test_qps[q].type, test_qps[q].flags, 128,
+				 sges[s], inls[i]);
+		again = attr;
 
 		if (mlx5_ib_qp_budget(&test_caps[c], &attr, &budget))
 			continue;

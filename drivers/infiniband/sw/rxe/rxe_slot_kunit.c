@@ -1298,20 +1298,26 @@ static void rsk_budget_matches_create(struct kunit *test)
 	const u32 depths[] = { 1, 100, 4096, da->max_qp_wr + 1 };
 	static const u32 inls[] = { 0, 64 };
 	struct rsk_ctx *ctx = rsk_ctx_new(test);
-	unsigned int t, f, s, d, i, checked = 0, failed = 0;
+	unsigned int n, t, f, s, d, i, checked = 0, failed = 0;
 	struct ib_qp_budget budget;
 	struct ib_qp_init_attr init;
 	struct ib_cq *cq;
 
 	cq = ib_alloc_cq(rsk.dev, NULL, 16, 0, IB_POLL_DIRECT);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq);
-	for (t = 0; t < ARRAY_SIZE(types); t++)
-	for (f = 0; f < ARRAY_SIZE(flags); f++)
-	for (s = 0; s < ARRAY_SIZE(sges); s++)
-	for (d = 0; d < ARRAY_SIZE(depths); d++)
-	for (i = 0; i < ARRAY_SIZE(inls); i++) {
+	for (n = 0; n < ARRAY_SIZE(types) * ARRAY_SIZE(flags) *
+			ARRAY_SIZE(sges) * ARRAY_SIZE(depths) * ARRAY_SIZE(inls);
+	     n++) {
 		struct ib_qp *qp;
 		int ret;
+
+		i = n % ARRAY_SIZE(inls);
+		d = n / ARRAY_SIZE(inls) % ARRAY_SIZE(depths);
+		s = n / ARRAY_SIZE(inls) / ARRAY_SIZE(depths) % ARRAY_SIZE(sges);
+		f = n / ARRAY_SIZE(inls) / ARRAY_SIZE(depths) / ARRAY_SIZE(sges) %
+		    ARRAY_SIZE(flags);
+		t = n / ARRAY_SIZE(inls) / ARRAY_SIZE(depths) / ARRAY_SIZE(sges) /
+		    ARRAY_SIZE(flags);
 
 		init = (struct ib_qp_init_attr){
 			.qp_type = types[t], .create_flags = flags[f],
