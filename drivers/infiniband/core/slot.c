@@ -499,7 +499,7 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 	else if (depth + pool->units[IB_WR_RDMA_WRITE] > granted->max_send_wr ||
 		 (u64)nr_slots * pool->cost.rqes > granted->max_recv_wr)
 		why = "is too small";
-	else if (ib_slot_qp_costs_more(pool, qp, granted))
+	else if (ib_slot_qp_costs_more(pool, qp))
 		why = "costs more per WR than the pool was sized for";
 	if (why) {
 		dev_warn(&pool->dev->dev,

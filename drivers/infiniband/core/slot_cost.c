@@ -44,6 +44,9 @@ static int ib_slot_charge(struct ib_device *dev,
 	}
 	if (ret)
 		return ret;
+	/* Posts charge it in the u8 of &ib_slot_pool.units */
+	if (c.sq_units > U8_MAX)
+		return -EINVAL;
 	cost->sqes += nr * c.sq_units;
 	cost->cqes += nr * c.cqe_error;
 	return 0;
@@ -139,13 +142,15 @@ int ib_slot_profile_cost(struct ib_device *dev,
 EXPORT_SYMBOL(ib_slot_profile_cost);
 
 /*
- * The Send Queue units of a WR of each opcode on a QP of @attr, and the
- * opcodes whose signaled WR completes more than once.
+ * The Send Queue units of a WR of each opcode on a QP of @attr (0 where
+ * the QP cannot post it, or it costs more than a u8 holds: those are set
+ * in @refused), and the opcodes whose signaled WR completes more than
+ * once.
  */
 static void ib_slot_op_units(struct ib_slot_pool *pool,
 			     const struct ib_qp_init_attr *attr,
 			     u8 units[IB_SLOT_NR_OPCODES],
-			     unsigned long *multi_cqe)
+			     unsigned long *multi_cqe, unsigned long *refused)
 {
 	u32 sge = max(pool->profile.max_send_sge, 1U);
 	struct ib_wr_cost c;
@@ -157,9 +162,12 @@ static void ib_slot_op_units(struct ib_slot_pool *pool,
 			   op == IB_WR_LOCAL_INV ? 0 : sge;
 
 		units[op] = 0;
-		if (ib_get_wr_cost(pool->dev, attr, op, nsge, &c))
+		if (ib_get_wr_cost(pool->dev, attr, op, nsge, &c) ||
+		    c.sq_units > U8_MAX) {
+			__set_bit(op, refused);
 			continue;
-		units[op] = min_t(u16, c.sq_units, U8_MAX);
+		}
+		units[op] = c.sq_units;
 		if (c.cqe_signaled > 1)
 			__set_bit(op, multi_cqe);
 	}
@@ -171,24 +179,51 @@ void ib_slot_fill_units(struct ib_slot_pool *pool)
 		IB_WR_RDMA_WRITE, IB_WR_RDMA_READ, IB_WR_RDMA_READ_WITH_INV,
 		IB_WR_SEND, IB_WR_SEND_WITH_INV, IB_WR_REG_MR, IB_WR_LOCAL_INV,
 	};
+	DECLARE_BITMAP(refused, IB_SLOT_NR_OPCODES) = { };
 	struct ib_qp_init_attr attr;
 	unsigned int i;
 
 	ib_slot_qp_attr(&pool->profile, &attr);
-	ib_slot_op_units(pool, &attr, pool->units, &pool->multi_cqe);
+	ib_slot_op_units(pool, &attr, pool->units, &pool->multi_cqe, refused);
 	pool->max_units = 1;
 	for (i = 0; i < ARRAY_SIZE(ops); i++)
 		pool->max_units = max(pool->max_units, pool->units[ops[i]]);
 }
 
+/* The opcodes the slots of a pool are charged for, by its profile. */
+static void ib_slot_charged_ops(const struct ib_slot_profile *p,
+				unsigned long *ops)
+{
+	if (p->nr_rkey_mrs) {
+		__set_bit(p->integrity ? IB_WR_REG_MR_INTEGRITY : IB_WR_REG_MR,
+			  ops);
+		__set_bit(IB_WR_LOCAL_INV, ops);
+	}
+	if (p->nr_lkey_mrs) {
+		__set_bit(IB_WR_REG_MR, ops);
+		__set_bit(IB_WR_LOCAL_INV, ops);
+	}
+	if (p->nr_lkey_mrs || p->max_rdma_sges) {
+		__set_bit(IB_WR_RDMA_READ, ops);
+		__set_bit(IB_WR_RDMA_WRITE, ops);
+	}
+	if (p->nr_sends)
+		__set_bit(IB_WR_SEND, ops);
+}
+
 /*
  * Costs were computed for an RC QP; @qp may cost more per WR (an XRC
- * initiator's REG_MR takes one more block on mlx5).  Slots charged at the
- * pool's rates would then overrun its Send Queue: such a QP is refused.
+ * initiator's REG_MR took one more block on mlx5), or not be able to post
+ * a WR the slots are charged for at all (REG_MR on UC).  Slots charged at
+ * the pool's rates would then overrun its Send Queue, or fail to post:
+ * such a QP is refused.  It is costed for the caps ib_slot_qp_caps() asks
+ * for, as the ops are specified, not for those the device granted, which
+ * may describe a larger WQE than the QP's: a WR would seem to cost less.
  */
-bool ib_slot_qp_costs_more(struct ib_slot_pool *pool, struct ib_qp *qp,
-			   const struct ib_qp_cap *granted)
+bool ib_slot_qp_costs_more(struct ib_slot_pool *pool, struct ib_qp *qp)
 {
+	DECLARE_BITMAP(charged, IB_SLOT_NR_OPCODES) = { };
+	DECLARE_BITMAP(refused, IB_SLOT_NR_OPCODES) = { };
 	struct ib_qp_init_attr attr;
 	u8 units[IB_SLOT_NR_OPCODES];
 	unsigned long multi = 0;
@@ -196,8 +231,10 @@ bool ib_slot_qp_costs_more(struct ib_slot_pool *pool, struct ib_qp *qp,
 
 	ib_slot_qp_attr(&pool->profile, &attr);
 	attr.qp_type = qp->qp_type;
-	attr.cap = *granted;
-	ib_slot_op_units(pool, &attr, units, &multi);
+	ib_slot_charged_ops(&pool->profile, charged);
+	ib_slot_op_units(pool, &attr, units, &multi, refused);
+	if (bitmap_intersects(charged, refused, IB_SLOT_NR_OPCODES))
+		return true;
 	for (op = 0; op < IB_SLOT_NR_OPCODES; op++)
 		if (pool->units[op] && units[op] > pool->units[op])
 			return true;

@@ -200,8 +200,7 @@ bool ib_slot_mr_pi(const struct ib_slot_pool *pool, unsigned int i);
 
 /* slot_cost.c */
 void ib_slot_fill_units(struct ib_slot_pool *pool);
-bool ib_slot_qp_costs_more(struct ib_slot_pool *pool, struct ib_qp *qp,
-			   const struct ib_qp_cap *granted);
+bool ib_slot_qp_costs_more(struct ib_slot_pool *pool, struct ib_qp *qp);
 
 /* slot_get.c */
 int ib_slot_grant(struct ib_slot_qp *sqp, unsigned int nr,

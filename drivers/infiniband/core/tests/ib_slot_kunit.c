@@ -60,7 +60,10 @@ struct fake_ibdev {
 	u32			complete_in_post; /* posts done inside post_send */
 	bool			map_head;	/* map only a page of the first entry */
 	enum ib_mr_type		mr_type;	/* of the last MR allocated */
-	bool			xrc_costs_more;	/* XRC_INI REG_MR: one unit more */
+	bool			xrc_costs_more;	/* XRC_INI REG_MR: one unit more
+						 * below 4 SGEs
+						 */
+	u32			grant_sge;	/* granted max_send_sge, at least */
 	bool			pi_two_cqes;	/* REG_MR_INTEGRITY completes twice */
 	unsigned int		reg_wrs;	/* REG_MR WRs posted */
 };
@@ -137,6 +140,7 @@ static int fake_create_qp(struct ib_qp *qp, struct ib_qp_init_attr *attr,
 
 	attr->cap.max_send_wr -= min(fdev->sq_grant_cut,
 				     attr->cap.max_send_wr);
+	attr->cap.max_send_sge = max(attr->cap.max_send_sge, fdev->grant_sge);
 	if (fdev->sq_grant_round)
 		attr->cap.max_send_wr = roundup_pow_of_two(attr->cap.max_send_wr);
 	fqp->cap = attr->cap.max_send_wr;
@@ -224,10 +228,18 @@ static int fake_get_wr_cost(struct ib_device *ibdev,
 			    struct ib_wr_cost *cost)
 {
 	struct fake_ibdev *fdev = to_fdev(ibdev);
+	bool rc = attr->qp_type == IB_QPT_RC ||
+		  attr->qp_type == IB_QPT_XRC_INI;
 
+	/* As in the IBA: no RDMA READ, registration or invalidation on UC */
+	if (!rc && (opcode == IB_WR_RDMA_READ || opcode == IB_WR_REG_MR ||
+		    opcode == IB_WR_REG_MR_INTEGRITY ||
+		    opcode == IB_WR_LOCAL_INV))
+		return -EOPNOTSUPP;
 	cost->sq_units = fake_units(fdev, opcode);
+	/* As an mlx5 WQE sized for more SGEs would hold it */
 	if (fdev->xrc_costs_more && attr->qp_type == IB_QPT_XRC_INI &&
-	    opcode == IB_WR_REG_MR)
+	    opcode == IB_WR_REG_MR && attr->cap.max_send_sge < 4)
 		cost->sq_units++;
 	cost->cqe_signaled = fdev->pi_two_cqes &&
 			     opcode == IB_WR_REG_MR_INTEGRITY ? 2 : 1;
@@ -5013,6 +5025,78 @@ static void ib_slot_qp_type_costs(struct kunit *test)
 }
 
 /*
+ * The costs of a QP are those of the caps asked for: a device that grants
+ * more SGEs than asked sized the WQE for what was asked, and the larger
+ * granted caps would hide what a WR really costs there.
+ */
+static void ib_slot_qp_costs_as_asked(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_qp_init_attr attr = { .qp_type = IB_QPT_XRC_INI };
+	struct ib_slot_qp *sqp;
+	u32 nr_cqe = 0;
+
+	env->fdev->xrc_costs_more = true;
+	env->fdev->grant_sge = 16;
+	test_pool(test, &one_rkey, 2, IB_SLOT_NO_EXHAUST, 0);
+	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 2, &attr, &nr_cqe), 0);
+	env->cq = test_cq(test, nr_cqe);
+	attr.send_cq = env->cq;
+	attr.recv_cq = env->cq;
+	env->qp[0] = ib_create_qp(env->pd, &attr);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->qp[0]);
+	test_action(test, ib_destroy_qp_action, env->qp[0]);
+	KUNIT_ASSERT_EQ(test, attr.cap.max_send_sge, 16);
+	sqp = ib_slot_qp_attach(env->pool, env->qp[0], &attr.cap, 2);
+	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(sqp), -EINVAL);
+	if (!IS_ERR(sqp))
+		ib_slot_qp_detach(sqp);
+}
+
+/*
+ * A QP that cannot post a WR of the pool's slots at all is refused: a UC
+ * QP has no REG_MR or LOCAL_INV for the slots of an rkey pool.  Slots
+ * that only send attach.
+ */
+static void ib_slot_qp_cannot_post(struct kunit *test)
+{
+	static const struct {
+		const struct ib_slot_profile *profile;
+		int ret;
+	} cases[] = {
+		{ &one_rkey, -EINVAL },
+		{ &send_only, 0 },
+	};
+	struct test_env *env = test->priv;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct ib_qp_init_attr attr = { .qp_type = IB_QPT_UC };
+		struct ib_slot_pool *pool;
+		struct ib_slot_qp *sqp;
+		struct ib_cq *cq;
+		struct ib_qp *qp;
+		u32 nr_cqe = 0;
+
+		pool = test_pool(test, cases[i].profile, 2, IB_SLOT_NO_EXHAUST,
+				 0);
+		KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(pool, 2, &attr, &nr_cqe),
+				0);
+		cq = test_cq(test, nr_cqe);
+		attr.send_cq = cq;
+		attr.recv_cq = cq;
+		qp = ib_create_qp(env->pd, &attr);
+		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
+		test_action(test, ib_destroy_qp_action, qp);
+		sqp = ib_slot_qp_attach(pool, qp, &attr.cap, 2);
+		KUNIT_EXPECT_EQ_MSG(test, PTR_ERR_OR_ZERO(sqp), cases[i].ret,
+				    "profile %u", i);
+		if (!IS_ERR(sqp))
+			ib_slot_qp_detach(sqp);
+	}
+}
+
+/*
  * Every allocation of pool create and QP attach fails in turn (fail-nth):
  * each failure gives -ENOMEM and leaves no MR behind; only debugfs may
  * fail quietly.
@@ -5340,6 +5424,8 @@ static struct kunit_case ib_slot_api_test_cases[] = {
 	KUNIT_CASE(ib_slot_share_bounded_by_caps),
 	KUNIT_CASE(ib_slot_share_waiter_local),
 	KUNIT_CASE(ib_slot_qp_type_costs),
+	KUNIT_CASE(ib_slot_qp_costs_as_asked),
+	KUNIT_CASE(ib_slot_qp_cannot_post),
 	KUNIT_CASE(ib_slot_create_fail_nth),
 	KUNIT_CASE(ib_slot_iwarp_read_inv),
 	KUNIT_CASE(ib_slot_roce_read_keeps_mr),

@@ -15,7 +15,7 @@
 #include <kunit/test.h>
 #include <linux/log2.h>
 #include <linux/mlx5/qp.h>
-#include <linux/vmalloc.h>
+#include <linux/prandom.h>
 #include "mlx5_ib.h"
 #include "qp.h"
 #include "wr.h"
@@ -46,7 +46,7 @@ enum {
 	WQE_DS = 16,		/* the unit of a WQE's size */
 	WQE_BB = 64,		/* the unit of the ring */
 	UMR_INLINE_MAX = 64,	/* descriptors a REG_MR WQE carries inline */
-	SIG_WQE_MIN = 512,	/* room an INTEGRITY_EN QP gives every WR */
+	SIG_WQE_MIN = 576,	/* room an INTEGRITY_EN QP gives every WR */
 	SGE_ROOM_MAX = 512,	/* room RC and XRC count SGEs in */
 	MAX_SGE = 64,		/* beyond any WQE */
 };
@@ -61,20 +61,26 @@ enum {
 
 /* Device generations: the ring and WQE limits differ */
 static const struct mlx5_ib_sq_caps test_caps[] = {
-	{ .log_max_qp_sz = 10, .max_wqe_sz_sq = 512, .xrc = true,
+	{ .log_max_qp_sz = 10, .max_wqe_sz_sq = 512, .max_wqe_sz_rq = 512,
+	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
-	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 512, .xrc = true,
+	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 512, .max_wqe_sz_rq = 512,
+	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
-	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .xrc = true,
+	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .max_wqe_sz_rq = 512,
+	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
-	{ .log_max_qp_sz = 16, .max_wqe_sz_sq = 768, .xrc = true,
+	{ .log_max_qp_sz = 16, .max_wqe_sz_sq = 768, .max_wqe_sz_rq = 512,
+	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
-	{ .log_max_qp_sz = 17, .max_wqe_sz_sq = 1024, .xrc = true,
+	{ .log_max_qp_sz = 17, .max_wqe_sz_sq = 1024, .max_wqe_sz_rq = 512,
+	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
 };
 
 static const struct mlx5_ib_sq_caps caps_15_1024 = {
-	.log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .xrc = true,
+	.log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .max_wqe_sz_rq = 512,
+	.xrc = true,
 	.create_flags = ALL_FLAGS,
 };
 
@@ -141,7 +147,7 @@ static bool model_qp_ok(const struct mlx5_ib_sq_caps *caps,
  * The room every WR gets besides its SGEs.  For RC it holds a REG_MR, the
  * largest fixed WR: sq_overhead() counts the inline descriptors in 16-byte
  * units there (4, for 64 bytes), which the alignment to a basic block
- * makes up for.
+ * makes up for on RC; model_sq() reserves the whole REG_MR on XRC_INI.
  */
 static u32 model_overhead(const struct ib_qp_init_attr *attr)
 {
@@ -169,7 +175,7 @@ static void model_sq(const struct mlx5_ib_sq_caps *caps,
 {
 	const struct ib_qp_cap *cap = &attr->cap;
 	u32 ovh = model_overhead(attr);
-	u32 room;
+	u32 room, reg;
 	u64 ring;
 
 	memset(m, 0, sizeof(*m));
@@ -178,8 +184,17 @@ static void model_sq(const struct mlx5_ib_sq_caps *caps,
 		m->wqe_size = max(m->wqe_size,
 				  ovh + SEG_INLINE + cap->max_inline_data);
 	m->wqe_size = ALIGN(m->wqe_size, WQE_BB);
+	/* A REG_MR with its descriptors inline; it opens REG_MR_INTEGRITY */
+	reg = SEG_CTRL + SEG_UMR_CTRL + SEG_MKEY + UMR_INLINE_MAX;
+	if (attr->qp_type == IB_QPT_XRC_INI)
+		reg = ALIGN(reg + SEG_XRC, WQE_BB);
+	if (attr->qp_type == IB_QPT_RC || attr->qp_type == IB_QPT_XRC_INI)
+		m->wqe_size = max(m->wqe_size, reg);
+	/* That REG_MR, the signature UMR of 4 blocks and two SET_PSV */
 	if (attr->create_flags & IB_QP_CREATE_INTEGRITY_EN)
-		m->wqe_size = max_t(u32, m->wqe_size, SIG_WQE_MIN);
+		m->wqe_size = max_t(u32, m->wqe_size,
+				    attr->qp_type == IB_QPT_XRC_INI ?
+				    reg + 6 * WQE_BB : SIG_WQE_MIN);
 	if (m->wqe_size > caps->max_wqe_sz_sq) {
 		m->err = -EINVAL;
 		return;
@@ -227,6 +242,13 @@ static int model_budget(const struct mlx5_ib_sq_caps *caps,
 	memset(b, 0, sizeof(*b));
 	if (!model_qp_ok(caps, attr))
 		return -EOPNOTSUPP;
+	/* A Receive WQE is a power of two of data segments */
+	if (attr->cap.max_recv_wr > 1U << caps->log_max_qp_sz ||
+	    (!attr->srq && attr->qp_type != IB_QPT_XRC_INI &&
+	     attr->cap.max_recv_wr && attr->cap.max_recv_sge &&
+	     roundup_pow_of_two(attr->cap.max_recv_sge * SEG_DATA) >
+	     caps->max_wqe_sz_rq))
+		return -EINVAL;
 	model_sq(caps, attr, &m);
 	b->cap = attr->cap;
 	if (attr->srq || attr->qp_type == IB_QPT_XRC_INI ||
@@ -458,10 +480,16 @@ static const struct geom_vector geom_vectors[] = {
 	  0, 448, 1024, 146, 26, 312, 4681 },
 	{ "RC integrity 5 SGEs", 15, 1024, IB_QPT_RC,
 	  IB_QP_CREATE_INTEGRITY_EN, 128, 5, 0,
-	  0, 512, 1024, 128, 30, 376, 4096 },
-	{ "RC integrity 4097 WRs", 15, 1024, IB_QPT_RC,
-	  IB_QP_CREATE_INTEGRITY_EN, 4097, 5, 0,
-	  -ENOMEM, 512, 0, 0, 30, 376, 4096 },
+	  0, 576, 2048, 227, 30, 440, 3640 },
+	{ "RC integrity 3640 WRs", 15, 1024, IB_QPT_RC,
+	  IB_QP_CREATE_INTEGRITY_EN, 3640, 5, 0,
+	  0, 576, 32768, 3640, 30, 440, 3640 },
+	{ "RC integrity 3641 WRs", 15, 1024, IB_QPT_RC,
+	  IB_QP_CREATE_INTEGRITY_EN, 3641, 5, 0,
+	  -ENOMEM, 576, 0, 0, 30, 440, 3640 },
+	{ "RC integrity 512 B WQEs", 15, 512, IB_QPT_RC,
+	  IB_QP_CREATE_INTEGRITY_EN, 128, 1, 0,
+	  -EINVAL, 576, 0, 0, 0, 0, 0 },
 	{ "RC integrity 24 SGEs", 15, 1024, IB_QPT_RC,
 	  IB_QP_CREATE_INTEGRITY_EN, 100, 24, 0,
 	  0, 576, 1024, 113, 30, 440, 3640 },
@@ -476,7 +504,12 @@ static const struct geom_vector geom_vectors[] = {
 	{ "RC large ring 16 SGEs", 17, 1024, IB_QPT_RC, 0, 4000, 16, 0,
 	  0, 448, 32768, 4681, 26, 312, 18724 },
 	{ "XRC_INI 128 WRs 2 SGEs", 15, 1024, IB_QPT_XRC_INI, 0, 128, 2, 0,
-	  0, 192, 512, 170, 9, 40, 10922 },
+	  0, 256, 512, 128, 13, 104, 8192 },
+	{ "XRC_INI 128 WRs 3 SGEs", 15, 1024, IB_QPT_XRC_INI, 0, 128, 3, 0,
+	  0, 256, 512, 128, 13, 104, 8192 },
+	{ "XRC_INI integrity 2 SGEs", 15, 1024, IB_QPT_XRC_INI,
+	  IB_QP_CREATE_INTEGRITY_EN, 128, 2, 0,
+	  0, 640, 2048, 204, 29, 488, 3276 },
 	{ "UC 128 WRs 1 SGE", 15, 1024, IB_QPT_UC, 0, 128, 1, 0,
 	  0, 192, 512, 170, 4, 60, 10922 },
 	{ "UD 128 WRs 1 SGE", 15, 1024, IB_QPT_UD, 0, 128, 1, 0,
@@ -776,7 +809,31 @@ static void mlx5_ib_test_budget_no_sq(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, budget.max_send_wr_limit, 10922);
 }
 
+/* The budget refuses the Receive Queues QP creation refuses */
+static void mlx5_ib_test_budget_rq(struct kunit *test)
+{
+	const struct mlx5_ib_sq_caps *caps = &caps_15_1024;
+	struct ib_qp_init_attr attr = test_attr(IB_QPT_RC, 0, 128, 1, 0);
+	struct ib_qp_budget budget;
+
+	attr.cap.max_recv_sge = 32;	/* 512 bytes: the largest */
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(caps, &attr, &budget), 0);
+	attr.cap.max_recv_sge = 33;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(caps, &attr, &budget),
+			-EINVAL);
+	/* Without a Receive Queue of its own, its SGEs do not count */
+	attr.cap.max_recv_wr = 0;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(caps, &attr, &budget), 0);
+	attr.cap.max_recv_sge = 1;
+	attr.cap.max_recv_wr = 1U << caps->log_max_qp_sz;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(caps, &attr, &budget), 0);
+	attr.cap.max_recv_wr++;
+	KUNIT_EXPECT_EQ(test, mlx5_ib_qp_budget(caps, &attr, &budget),
+			-EINVAL);
+}
+
 static struct kunit_case mlx5_ib_sq_budget_cases[] = {
+	KUNIT_CASE(mlx5_ib_test_budget_rq),
 	KUNIT_CASE(mlx5_ib_test_segments),
 	KUNIT_CASE_PARAM(mlx5_ib_test_geom_vectors, geom_vectors_gen_params),
 	KUNIT_CASE(mlx5_ib_test_advertised_max_qp_wr),
@@ -931,6 +988,74 @@ static unsigned int sweep_cost(struct kunit *test,
 	return checked;
 }
 
+/*
+ * The cost ops take the caps a QP is asked for.  The device grants more
+ * (SGEs, inline data, WRs): fed back, the granted caps must not make a WR
+ * cost less, or a QP re-costed from them would be charged less than it
+ * takes.  They are no fixed point either: a QP of 19 SGEs is granted 26,
+ * for which a device of 512-byte WQEs has no room, and the op refuses.
+ */
+static void mlx5_ib_test_cost_granted(struct kunit *test)
+{
+	static const enum ib_wr_opcode ops[] = {
+		IB_WR_SEND, IB_WR_SEND_WITH_INV, IB_WR_RDMA_WRITE,
+		IB_WR_RDMA_READ, IB_WR_LOCAL_INV, IB_WR_REG_MR,
+		IB_WR_REG_MR_INTEGRITY,
+	};
+	static const u32 sges[] = { 0, 1, 2, 3, 4, 8, 19, 23, 24, 30 };
+	static const u32 inls[] = { 0, 40, 56, 200 };
+	unsigned int n, c, q, s, i, o, bad = 0, checked = 0, refused = 0;
+
+	for (n = 0; n < ARRAY_SIZE(test_caps) * ARRAY_SIZE(test_qps) *
+			ARRAY_SIZE(sges) * ARRAY_SIZE(inls); n++) {
+		struct ib_qp_init_attr attr, again;
+		struct ib_qp_budget budget;
+
+		i = n % ARRAY_SIZE(inls);
+		s = n / ARRAY_SIZE(inls) % ARRAY_SIZE(sges);
+		q = n / ARRAY_SIZE(inls) / ARRAY_SIZE(sges) % ARRAY_SIZE(test_qps);
+		c = n / ARRAY_SIZE(inls) / ARRAY_SIZE(sges) / ARRAY_SIZE(test_qps);
+		attr = test_attr(test_qps[q].type, test_qps[q].flags, 128,
+				 sges[s], inls[i]);
+		again = attr;
+
+		if (mlx5_ib_qp_budget(&test_caps[c], &attr, &budget))
+			continue;
+		again.cap = budget.cap;
+		for (o = 0; o < ARRAY_SIZE(ops); o++) {
+			u32 n = is_registration(ops[o]) ? 0 : sges[s];
+			struct ib_wr_cost asked, granted;
+			int ret;
+
+			ret = mlx5_ib_wr_cost(&test_caps[c], &attr, ops[o], n,
+					      &asked);
+			if (ret)
+				continue;
+			checked++;
+			ret = mlx5_ib_wr_cost(&test_caps[c], &again, ops[o], n,
+					      &granted);
+			if (ret == -EINVAL) {
+				refused++;
+				continue;
+			}
+			if (!ret && granted.sq_units == asked.sq_units &&
+			    granted.cqe_error == asked.cqe_error &&
+			    granted.cqe_signaled == asked.cqe_signaled)
+				continue;
+			if (bad++ < MAX_REPORTS)
+				KUNIT_FAIL(test,
+					   "QP type %d flags 0x%x %u SGEs %u inline opcode %u: %u units asked, %u granted (ret %d)",
+					   attr.qp_type, attr.create_flags,
+					   sges[s], inls[i], ops[o],
+					   asked.sq_units, granted.sq_units,
+					   ret);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, bad, 0);
+	kunit_info(test, "%u WRs checked, %u refused with the granted caps\n",
+		   checked, refused);
+}
+
 static void mlx5_ib_test_cost_sweep(struct kunit *test)
 {
 	static const u32 sges[] = { 0, 1, 2, 3, 4, 5, 8, 16, 19, 23, 24, 30,
@@ -1045,11 +1170,12 @@ static void mlx5_ib_test_cost_fits_ring(struct kunit *test)
 }
 
 /*
- * The integrity corner cases, charged by the hook rather than changed in
- * the driver: REG_MR_INTEGRITY takes 9 blocks where an INTEGRITY_EN QP
- * reserves 8 per WR below 24 SGEs, so it costs 2 units there; when
- * signaled it completes twice (four times with IB_SIGNAL_ALL_WR), and a
- * flush completes each of its 4 WQEs.
+ * The integrity corner cases: REG_MR_INTEGRITY takes 9 blocks (10 on
+ * XRC_INI), which an INTEGRITY_EN QP reserves for every WR, so that it
+ * costs one unit at every SGE count; when signaled it completes twice
+ * (four times with IB_SIGNAL_ALL_WR), and a flush completes each of its 4
+ * WQEs.  The XRC_INI REG_MR with its descriptors inline, 4 blocks, fits
+ * the room of one WR too.
  */
 static void mlx5_ib_test_integrity(struct kunit *test)
 {
@@ -1067,15 +1193,11 @@ static void mlx5_ib_test_integrity(struct kunit *test)
 		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr,
 						      IB_WR_REG_MR_INTEGRITY,
 						      0, &cost), 0);
-		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, sge < 24 ? 2 : 1,
-				    "%u SGEs", sge);
+		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, 1, "%u SGEs", sge);
 		KUNIT_EXPECT_EQ(test, cost.cqe_signaled, 2);
 		KUNIT_EXPECT_EQ(test, cost.cqe_error, 4);
-		/* One unit each would overrun the ring by a block per WR */
-		if (sge < 24)
-			KUNIT_EXPECT_GT(test, geom.max_post * 9, geom.wqe_cnt);
-		else
-			KUNIT_EXPECT_LE(test, geom.max_post * 9, geom.wqe_cnt);
+		/* A ring full of them stays within its blocks */
+		KUNIT_EXPECT_LE(test, geom.max_post * 9, geom.wqe_cnt);
 
 		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr,
 						      IB_WR_REG_MR, 0, &cost),
@@ -1093,13 +1215,24 @@ static void mlx5_ib_test_integrity(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cost.cqe_signaled, 4);
 	KUNIT_EXPECT_EQ(test, cost.cqe_error, 4);
 
-	/* The XRC_INI REG_MR with its descriptors inline: 4 blocks of 3 */
 	for (sge = 0; sge <= 4; sge++) {
+		attr = test_attr(IB_QPT_XRC_INI, IB_QP_CREATE_INTEGRITY_EN, 128,
+				 sge, 0);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_calc_sq_geom(caps, &attr, &geom),
+				0);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr,
+						      IB_WR_REG_MR_INTEGRITY,
+						      0, &cost), 0);
+		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, 1, "%u SGEs", sge);
+		KUNIT_EXPECT_LE(test, geom.max_post * 10, geom.wqe_cnt);
+
 		attr = test_attr(IB_QPT_XRC_INI, 0, 128, sge, 0);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_calc_sq_geom(caps, &attr, &geom),
+				0);
 		KUNIT_ASSERT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_REG_MR,
 						      0, &cost), 0);
-		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, sge <= 2 ? 2 : 1,
-				    "%u SGEs", sge);
+		KUNIT_EXPECT_EQ_MSG(test, cost.sq_units, 1, "%u SGEs", sge);
+		KUNIT_EXPECT_LE(test, geom.max_post * 4, geom.wqe_cnt);
 	}
 }
 
@@ -1167,6 +1300,7 @@ static struct kunit_case mlx5_ib_wr_cost_cases[] = {
 			 layout_vectors_gen_params),
 	KUNIT_CASE(mlx5_ib_test_layout_sweep),
 	KUNIT_CASE(mlx5_ib_test_cost_sweep),
+	KUNIT_CASE(mlx5_ib_test_cost_granted),
 	KUNIT_CASE(mlx5_ib_test_cost_fits_ring),
 	KUNIT_CASE(mlx5_ib_test_integrity),
 	KUNIT_CASE(mlx5_ib_test_cost_errors),
@@ -1193,6 +1327,8 @@ enum {
 	DRIVE_RQ_BYTES = 1536,	/* puts the ring mid-page, as an RQ does */
 	DRIVE_SGE_LEN = 16,
 	DRIVE_MAX_DESCS = 256,
+	DRIVE_GUARD = 1024,	/* after each fragment, never to be written */
+	DRIVE_POISON = 0x5a,
 	DRIVE_ACCESS = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
 		       IB_ACCESS_REMOTE_WRITE,
 };
@@ -1233,8 +1369,9 @@ static const enum ib_wr_opcode drive_ops[] = {
 	IB_WR_SEND, IB_WR_SEND_WITH_IMM, IB_WR_SEND_WITH_INV,
 	IB_WR_RDMA_WRITE, IB_WR_RDMA_WRITE_WITH_IMM, IB_WR_RDMA_READ,
 	IB_WR_ATOMIC_CMP_AND_SWP, IB_WR_ATOMIC_FETCH_AND_ADD,
-	IB_WR_MASKED_ATOMIC_CMP_AND_SWP, IB_WR_LOCAL_INV, IB_WR_REG_MR,
-	IB_WR_REG_MR_INTEGRITY,
+	IB_WR_MASKED_ATOMIC_CMP_AND_SWP, IB_WR_MASKED_ATOMIC_FETCH_AND_ADD,
+	IB_WR_RDMA_READ_WITH_INV, IB_WR_BIND_MW, IB_WR_LOCAL_INV,
+	IB_WR_REG_MR, IB_WR_REG_MR_INTEGRITY,
 };
 
 struct drive_qp {
@@ -1248,6 +1385,8 @@ struct drive_qp {
 	struct mlx5_ib_mr *sig_mr;
 	struct ib_sge sge[MAX_SGE];
 	u8 *data;
+	struct mlx5_buf_list *frags;
+	unsigned int nfrags;
 	const char *name;
 	unsigned int posted;
 	unsigned int bad;
@@ -1267,7 +1406,26 @@ struct drive_result {
 	u32 wqes;
 	u32 signaled;
 	u32 wrs;
+	bool overrun;
 };
+
+static void drive_post(struct kunit *test, struct drive_qp *d,
+		       enum ib_wr_opcode op, u32 num_sge, u32 inl,
+		       struct drive_result *res);
+
+/* A WR the hook refuses must be refused whole by the driver too */
+static int drive_refused(struct kunit *test, struct drive_qp *d,
+			 enum ib_wr_opcode op, u32 num_sge)
+{
+	struct drive_result res;
+
+	drive_post(test, d, op, num_sge, 0, &res);
+	KUNIT_EXPECT_LT_MSG(test, res.ret, 0, "%s opcode %u posted", d->name,
+			    op);
+	KUNIT_EXPECT_EQ_MSG(test, res.bbs, 0, "%s opcode %u", d->name, op);
+	KUNIT_EXPECT_EQ_MSG(test, res.wrs, 0, "%s opcode %u", d->name, op);
+	return res.ret;
+}
 
 static struct mlx5_ib_mr *drive_mr(struct kunit *test, struct drive_qp *d)
 {
@@ -1298,7 +1456,31 @@ static void drive_mr_descs(struct mlx5_ib_mr *mr, int access_mode,
 	mr->ibmr.length = (u64)ndescs * SZ_4K;
 }
 
-KUNIT_DEFINE_ACTION_WRAPPER(drive_vfree, vfree, const void *);
+/*
+ * Whether a WR wrote past a fragment of the ring.  If so, the guards are
+ * poisoned again and the edge the driver caches, which it then left
+ * behind, is put back where the next WQE starts, so that the next WR is
+ * judged on its own and does not run further out.
+ */
+static bool drive_overrun(struct drive_qp *d)
+{
+	struct mlx5_ib_wq *sq = &d->qp->sq;
+	bool overrun = false;
+	unsigned int i;
+
+	for (i = 0; i < d->nfrags; i++) {
+		void *guard = d->frags[i].buf + PAGE_SIZE;
+
+		if (!memchr_inv(guard, DRIVE_POISON, DRIVE_GUARD))
+			continue;
+		memset(guard, DRIVE_POISON, DRIVE_GUARD);
+		overrun = true;
+	}
+	if (overrun)
+		sq->cur_edge = get_sq_edge(sq, sq->cur_post &
+					   (sq->wqe_cnt - 1));
+	return overrun;
+}
 
 /*
  * A kernel QP as _create_kernel_qp() sets it up, sized by the helper
@@ -1318,7 +1500,7 @@ static struct drive_qp *drive_qp_create(struct kunit *test,
 	struct mlx5_ib_qp *qp;
 	struct drive_qp *d;
 	unsigned int i, npages;
-	void *bf, *ring;
+	void *bf;
 
 	d = kunit_kzalloc(test, sizeof(*d), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, d);
@@ -1384,19 +1566,19 @@ static struct drive_qp *drive_qp_create(struct kunit *test,
 	frags = kunit_kcalloc(test, npages, sizeof(*frags), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, frags);
 	/*
-	 * One buffer for all fragments, and a page more.  wr.c looks for a
-	 * fragment's edge only between segments, and the mkey segment of an
-	 * XRC_INI REG_MR starts 16 bytes past a block: it can straddle the
-	 * edge, and then writes past its fragment (KASAN saw 4 bytes past a
-	 * page with fragments allocated apart).  The blocks counted do not
-	 * change; the overrun must stay in memory of the test's own.
+	 * Every fragment a page of its own, as mlx5_frag_buf_alloc_node()
+	 * allocates them, followed by a poisoned guard: a WQE written past
+	 * its fragment changes the guard, which drive_post() checks after
+	 * every post, in any build; KASAN reports a write beyond it.
 	 */
-	ring = vzalloc((npages + 1) * PAGE_SIZE);
-	KUNIT_ASSERT_NOT_NULL(test, ring);
-	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, drive_vfree,
-							ring), 0);
-	for (i = 0; i < npages; i++)
-		frags[i].buf = ring + i * PAGE_SIZE;
+	for (i = 0; i < npages; i++) {
+		frags[i].buf = kunit_kzalloc(test, PAGE_SIZE + DRIVE_GUARD,
+					     GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, frags[i].buf);
+		memset(frags[i].buf + PAGE_SIZE, DRIVE_POISON, DRIVE_GUARD);
+	}
+	d->frags = frags;
+	d->nfrags = npages;
 	mlx5_init_fbc_offset(frags + qp->sq.offset / PAGE_SIZE,
 			     ilog2(MLX5_SEND_WQE_BB), ilog2(qp->sq.wqe_cnt),
 			     (qp->sq.offset & (PAGE_SIZE - 1)) /
@@ -1428,7 +1610,8 @@ static bool drive_is_atomic(enum ib_wr_opcode op)
 {
 	return op == IB_WR_ATOMIC_CMP_AND_SWP ||
 	       op == IB_WR_ATOMIC_FETCH_AND_ADD ||
-	       op == IB_WR_MASKED_ATOMIC_CMP_AND_SWP;
+	       op == IB_WR_MASKED_ATOMIC_CMP_AND_SWP ||
+	       op == IB_WR_MASKED_ATOMIC_FETCH_AND_ADD;
 }
 
 /* Posts one signaled WR of @num_sge SGEs, @inl bytes inline if not 0 */
@@ -1500,6 +1683,10 @@ static void drive_post(struct kunit *test, struct drive_qp *d,
 	KUNIT_EXPECT_EQ_MSG(test, pos, sq->cur_post,
 			    "%s opcode %u: ds counts and ring disagree",
 			    d->name, op);
+	res->overrun = drive_overrun(d);
+	KUNIT_EXPECT_FALSE_MSG(test, res->overrun,
+			       "%s opcode %u at block %u: written past its fragment",
+			       d->name, op, start & (sq->wqe_cnt - 1));
 	if (res->bbs)
 		KUNIT_EXPECT_EQ(test, be32_to_cpu(d->qp->db.db[MLX5_SND_DBR]),
 				sq->cur_post);
@@ -1522,6 +1709,14 @@ static void drive_check(struct kunit *test, struct drive_qp *d,
 	bool blocks = match == DRIVE_EXACT ? res->bbs == bbs :
 		      match == DRIVE_AT_MOST ? res->bbs <= bbs : true;
 
+	/*
+	 * mlx5r_wq_overflow() admits WRs by count: a WR larger than the room
+	 * the QP reserves for each overwrites the WQEs of others once the
+	 * ring is full.
+	 */
+	KUNIT_EXPECT_LE_MSG(test, res->bbs * MLX5_SEND_WQE_BB, d->geom.wqe_size,
+			    "%s opcode %u: larger than the room of one WR",
+			    d->name, op);
 	if (!res->ret && res->wrs == 1 && blocks &&
 	    res->bbs * MLX5_SEND_WQE_BB <= cost->sq_units * d->geom.wqe_size &&
 	    res->wqes == cost->cqe_error && res->signaled == cost->cqe_signaled)
@@ -1549,16 +1744,12 @@ static void drive_data(struct kunit *test, struct drive_qp *d,
 				  &cost);
 	if (err) {
 		KUNIT_EXPECT_EQ(test, err, -EOPNOTSUPP);
-		/*
-		 * RC refuses atomics as well, with a warning: once is
-		 * enough.  UC and UD build whatever they are given, so
-		 * there is nothing to compare.
-		 */
-		if (!rc || !drive_is_atomic(op) || num_sge != 1)
+		/* The driver refuses it as well, with a warning: once */
+		if (num_sge != 1)
 			return;
-		drive_post(test, d, op, num_sge, 0, &res);
-		KUNIT_EXPECT_EQ(test, res.ret, -EOPNOTSUPP);
-		KUNIT_EXPECT_EQ(test, res.bbs, 0);
+		err = drive_refused(test, d, op, num_sge);
+		if (rc && drive_is_atomic(op))
+			KUNIT_EXPECT_EQ(test, err, -EOPNOTSUPP);
 		return;
 	}
 	KUNIT_ASSERT_EQ(test, mlx5_ib_calc_wr_layout(&d->attr, op, num_sge,
@@ -1603,6 +1794,7 @@ static void drive_registration(struct kunit *test, struct drive_qp *d,
 	err = mlx5_ib_get_wr_cost(&d->dev->ib_dev, &d->attr, op, 0, &cost);
 	if (err) {
 		KUNIT_EXPECT_EQ(test, err, -EOPNOTSUPP);
+		drive_refused(test, d, op, 0);
 		return;
 	}
 	KUNIT_ASSERT_EQ(test, mlx5_ib_calc_wr_layout(&d->attr, op, 0,
@@ -1681,9 +1873,9 @@ static void mlx5_ib_test_drive(struct kunit *test)
 }
 
 /*
- * Figures a review counted by hand: the largest inline descriptor list, 8
- * MTTs, takes 3 blocks on RC, which its WQE holds, and 4 on XRC_INI,
- * which cost 2 units of its 3.
+ * Figures counted by hand: the largest inline descriptor list, 8 MTTs,
+ * takes 3 blocks on RC and 4 on XRC_INI, which a QP of 1 SGE reserves
+ * for every WR on either.
  */
 static void mlx5_ib_test_drive_known(struct kunit *test)
 {
@@ -1697,11 +1889,12 @@ static void mlx5_ib_test_drive_known(struct kunit *test)
 		const struct drive_vector *v;
 		enum ib_wr_opcode op;
 		u32 bbs;
-		u32 units;
+		u32 room;
 	} known[] = {
-		{ &rc, IB_WR_REG_MR, 3, 1 },
-		{ &rc, IB_WR_LOCAL_INV, 2, 1 },
-		{ &xrc, IB_WR_REG_MR, 4, 2 },
+		{ &rc, IB_WR_REG_MR, 3, 3 },
+		{ &rc, IB_WR_LOCAL_INV, 2, 3 },
+		{ &xrc, IB_WR_REG_MR, 4, 4 },
+		{ &xrc, IB_WR_LOCAL_INV, 3, 4 },
 	};
 	unsigned int i;
 
@@ -1711,7 +1904,9 @@ static void mlx5_ib_test_drive_known(struct kunit *test)
 		struct drive_result res;
 		struct ib_wr_cost cost;
 
-		KUNIT_ASSERT_EQ(test, d->geom.wqe_size, 3 * MLX5_SEND_WQE_BB);
+		KUNIT_EXPECT_EQ_MSG(test, d->geom.wqe_size,
+				    known[i].room * MLX5_SEND_WQE_BB,
+				    "%s opcode %u", d->name, known[i].op);
 		KUNIT_ASSERT_EQ(test, mlx5_ib_get_wr_cost(&d->dev->ib_dev,
 							  &d->attr, known[i].op,
 							  0, &cost), 0);
@@ -1724,15 +1919,645 @@ static void mlx5_ib_test_drive_known(struct kunit *test)
 		KUNIT_EXPECT_EQ_MSG(test, res.bbs, known[i].bbs, "%s opcode %u",
 				    d->name, known[i].op);
 		KUNIT_EXPECT_EQ(test, layout.bbs, known[i].bbs);
-		KUNIT_EXPECT_EQ(test, cost.sq_units, known[i].units);
-		/* More than one unit exactly when the WQE outgrows its room */
-		KUNIT_EXPECT_EQ(test, res.bbs * MLX5_SEND_WQE_BB >
-				      d->geom.wqe_size, known[i].units > 1);
+		KUNIT_EXPECT_EQ(test, cost.sq_units, 1);
 	}
 }
 
+/* The blocks from @start to the ring's cur_post, WQE indexes masked out */
+static u32 drive_read(struct drive_qp *d, u16 start, u8 *buf, u32 len)
+{
+	struct mlx5_ib_wq *sq = &d->qp->sq;
+	u32 bbs = (u16)(sq->cur_post - start), pos, n, ds;
+
+	if (bbs * MLX5_SEND_WQE_BB > len)
+		return 0;
+	for (pos = 0; pos < bbs; pos++)
+		memcpy(buf + pos * MLX5_SEND_WQE_BB,
+		       mlx5_frag_buf_get_wqe(&sq->fbc, (start + pos) &
+					     (sq->wqe_cnt - 1)),
+		       MLX5_SEND_WQE_BB);
+	for (pos = 0; pos < bbs; pos += n) {
+		struct mlx5_wqe_ctrl_seg *ctrl =
+			(void *)buf + pos * MLX5_SEND_WQE_BB;
+
+		ds = be32_to_cpu(ctrl->qpn_ds) & MLX5_WQE_CTRL_DS_MASK;
+		n = DIV_ROUND_UP(ds * MLX5_SEND_WQE_DS, MLX5_SEND_WQE_BB);
+		if (!n)
+			break;
+		ctrl->opmod_idx_opcode &= cpu_to_be32(0xff0000ff);
+	}
+	return bbs;
+}
+
+struct drive_edge_wr {
+	const char *name;
+	enum ib_wr_opcode op;
+	int mode;
+	unsigned int ndescs;
+	bool prot;
+	bool pi_mr;
+};
+
+static const struct drive_edge_wr drive_edge_wrs[] = {
+	{ "LOCAL_INV", IB_WR_LOCAL_INV, MLX5_MKC_ACCESS_MODE_MTT, 1 },
+	{ "REG_MR 8 MTTs inline", IB_WR_REG_MR, MLX5_MKC_ACCESS_MODE_MTT, 8 },
+	{ "REG_MR 256 MTTs", IB_WR_REG_MR, MLX5_MKC_ACCESS_MODE_MTT,
+	  DRIVE_MAX_DESCS },
+	{ "REG_MR_INTEGRITY", IB_WR_REG_MR_INTEGRITY,
+	  MLX5_MKC_ACCESS_MODE_MTT, 4, false, true },
+	{ "REG_MR_INTEGRITY protected", IB_WR_REG_MR_INTEGRITY,
+	  MLX5_MKC_ACCESS_MODE_KLMS, 4, true, true },
+	{ "REG_MR_INTEGRITY protected without pi_mr", IB_WR_REG_MR_INTEGRITY,
+	  MLX5_MKC_ACCESS_MODE_KLMS, 4, true, false },
+};
+
+static void drive_edge_setup(struct drive_qp *d, const struct drive_edge_wr *w)
+{
+	struct ib_sig_attrs *sig = d->sig_mr->ibmr.sig_attrs;
+	struct mlx5_ib_mr *mr = w->pi_mr ? d->mr : d->sig_mr;
+
+	drive_mr_descs(d->mr, w->mode, w->ndescs);
+	d->sig_mr->pi_mr = w->pi_mr ? d->mr : NULL;
+	if (w->op != IB_WR_REG_MR_INTEGRITY)
+		return;
+	mr->mmkey.ndescs = w->ndescs;
+	mr->meta_ndescs = w->prot;
+	mr->data_length = w->ndescs * 512;
+	mr->data_iova = 0x100000;
+	mr->meta_length = w->prot * w->ndescs * 8;
+	mr->pi_iova = 0x200000;
+	mr->ibmr.length = mr->data_length + mr->meta_length;
+	sig->mem.sig_type = w->prot ? IB_SIG_TYPE_T10_DIF : IB_SIG_TYPE_NONE;
+	sig->mem.sig.dif.pi_interval = 512;
+	sig->wire.sig_type = IB_SIG_TYPE_T10_DIF;
+	sig->wire.sig.dif.pi_interval = 512;
+}
+
+/* Posts @w with its first WQE at block @idx of an emptied ring */
+static u32 drive_post_at(struct kunit *test, struct drive_qp *d,
+			 const struct drive_edge_wr *w, u16 idx, u8 *buf,
+			 u32 len, struct drive_result *res)
+{
+	struct mlx5_ib_wq *sq = &d->qp->sq;
+	unsigned int i;
+
+	/* Without a pi_mr the driver leaves one on its stack in the MR */
+	drive_edge_setup(d, w);
+
+	for (i = 0; i < d->nfrags; i++)
+		memset(d->frags[i].buf, 0, PAGE_SIZE);
+	sq->cur_post = idx;
+	sq->cur_edge = get_sq_edge(sq, idx);
+	drive_post(test, d, w->op, 0, 0, res);
+	return drive_read(d, idx, buf, len);
+}
+
+static const struct drive_vector drive_edge_vectors[] = {
+	{ "RC INTEGRITY_EN 2 SGEs", IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN, 2, 0,
+	  IB_SIGNAL_REQ_WR },
+	{ "XRC_INI 1 SGE", IB_QPT_XRC_INI, 0, 1, 0, IB_SIGNAL_REQ_WR },
+	{ "XRC_INI INTEGRITY_EN 2 SGEs", IB_QPT_XRC_INI,
+	  IB_QP_CREATE_INTEGRITY_EN, 2, 0, IB_SIGNAL_REQ_WR },
+};
+
+KUNIT_ARRAY_PARAM(drive_edge_vectors, drive_edge_vectors, drive_vector_desc);
+
+enum { DRIVE_EDGE_STARTS = 4 };	/* the last blocks of a fragment */
+
+/*
+ * A WQE that starts in one of the last blocks of a fragment goes on in
+ * the next one, and wr.c looks for the edge only between segments.  On
+ * XRC_INI the XRC segment puts all later segments 16 bytes past a block,
+ * so a UMR segment can cross the edge.  Posted to start in each of the
+ * last blocks of a fragment, every UMR WR must stay within the ring and
+ * come out as it does at the start of the fragment, byte for byte.
+ */
+static void mlx5_ib_test_drive_fragment_edge(struct kunit *test)
+{
+	const struct drive_vector *v = test->param_value;
+	struct drive_qp *d = drive_qp_create(test, v);
+	u32 len = 16 * MLX5_SEND_WQE_BB;
+	u8 *want = kunit_kzalloc(test, len, GFP_KERNEL);
+	u8 *got = kunit_kzalloc(test, len, GFP_KERNEL);
+	unsigned int i, k, placed = 0, overrun = 0, differ = 0;
+	struct drive_result res;
+	u16 edge;
+
+	KUNIT_ASSERT_TRUE(test, want && got);
+	/* The first fragment ends this many blocks into the ring */
+	edge = (PAGE_SIZE - DRIVE_RQ_BYTES % PAGE_SIZE) / MLX5_SEND_WQE_BB;
+	KUNIT_ASSERT_LT(test, edge + 16, d->qp->sq.wqe_cnt);
+	KUNIT_ASSERT_PTR_EQ(test, get_sq_edge(&d->qp->sq, edge - 1),
+			    mlx5_frag_buf_get_wqe(&d->qp->sq.fbc, edge - 1) +
+			    MLX5_SEND_WQE_BB);
+
+	for (i = 0; i < ARRAY_SIZE(drive_edge_wrs); i++) {
+		const struct drive_edge_wr *w = &drive_edge_wrs[i];
+		u32 bbs;
+
+		if (w->op == IB_WR_REG_MR_INTEGRITY &&
+		    !(v->flags & IB_QP_CREATE_INTEGRITY_EN))
+			continue;
+		bbs = drive_post_at(test, d, w, edge, want, len, &res);
+		KUNIT_ASSERT_EQ_MSG(test, res.ret, 0, "%s", w->name);
+		KUNIT_ASSERT_FALSE(test, res.overrun);
+		KUNIT_ASSERT_GT(test, bbs, 0);
+
+		for (k = 1; k <= DRIVE_EDGE_STARTS; k++) {
+			u32 n = drive_post_at(test, d, w, edge - k, got, len,
+					      &res);
+
+			placed++;
+			KUNIT_EXPECT_EQ(test, res.ret, 0);
+			if (res.overrun)
+				overrun++;
+			if (n != bbs || memcmp(want, got, bbs * MLX5_SEND_WQE_BB))
+				differ++;
+			KUNIT_EXPECT_TRUE_MSG(test, n == bbs &&
+					      !memcmp(want, got,
+						      bbs * MLX5_SEND_WQE_BB),
+					      "%s %s from %u blocks before the edge: WQEs differ from the fragment's start",
+					      v->name, w->name, k);
+		}
+	}
+	d->sig_mr->pi_mr = d->mr;
+	kunit_info(test, "%u placements, %u written past their fragment, %u built wrong\n",
+		   placed, overrun, differ);
+	KUNIT_EXPECT_EQ(test, overrun, 0);
+	KUNIT_EXPECT_EQ(test, differ, 0);
+}
+
+/* A CQ that only mlx5_ib_poll_cq()'s software paths look at */
+static struct mlx5_ib_cq *drive_cq_create(struct kunit *test,
+					  struct drive_qp *d)
+{
+	struct mlx5_ib_cq *cq = kunit_kzalloc(test, sizeof(*cq), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, cq);
+	cq->ibcq.device = &d->dev->ib_dev;
+	spin_lock_init(&cq->lock);
+	INIT_LIST_HEAD(&cq->wc_list);
+	INIT_LIST_HEAD(&cq->list_send_qp);
+	INIT_LIST_HEAD(&cq->list_recv_qp);
+	list_add_tail(&d->qp->cq_send_list, &cq->list_send_qp);
+	d->qp->ibqp.send_cq = &cq->ibcq;
+	return cq;
+}
+
+/*
+ * After a fatal error mlx5_ib_poll_cq() makes up the flush completions
+ * of the WRs the device will never complete.  A REG_MR_INTEGRITY is 4
+ * WQEs, each flushed on its own; the WRs after it must be flushed too,
+ * or ib_drain_sq() waits for its drain WR forever.
+ */
+static void mlx5_ib_test_drive_flush_after_fatal_error(struct kunit *test)
+{
+	static const struct drive_vector v = {
+		"RC INTEGRITY_EN 2 SGEs", IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN,
+		2, 0, IB_SIGNAL_REQ_WR,
+	};
+	static const struct drive_edge_wr integrity = {
+		"REG_MR_INTEGRITY", IB_WR_REG_MR_INTEGRITY,
+		MLX5_MKC_ACCESS_MODE_MTT, 4, false, true,
+	};
+	struct drive_qp *d = drive_qp_create(test, &v);
+	struct mlx5_ib_cq *cq = drive_cq_create(test, d);
+	struct mlx5_ib_wq *sq = &d->qp->sq;
+	static const u64 want[] = { 1, 1, 1, 1, 2, 3 };
+	const int nwant = ARRAY_SIZE(want);
+	struct drive_result res;
+	struct ib_wc wc[16] = {};
+	int i, n, got = 0;
+	unsigned int tail;
+
+	/* Three WRs left outstanding: drive_post() would retire them */
+	tail = sq->tail;
+	drive_edge_setup(d, &integrity);
+	drive_post(test, d, IB_WR_REG_MR_INTEGRITY, 0, 0, &res);
+	KUNIT_ASSERT_EQ(test, res.ret, 0);
+	KUNIT_ASSERT_EQ(test, res.wqes, 4);
+	drive_post(test, d, IB_WR_SEND, 1, 0, &res);
+	KUNIT_ASSERT_EQ(test, res.ret, 0);
+	drive_post(test, d, IB_WR_SEND, 1, 0, &res);
+	KUNIT_ASSERT_EQ(test, res.ret, 0);
+	sq->tail = tail;
+	KUNIT_ASSERT_EQ(test, sq->head - sq->tail, 3);
+
+	d->dev->mdev->state = MLX5_DEVICE_STATE_INTERNAL_ERROR;
+	/* Two at a time, so that a flush resumes where the last one ended */
+	do {
+		n = mlx5_ib_poll_cq(&cq->ibcq, 2, wc + got);
+		KUNIT_ASSERT_GE(test, n, 0);
+		KUNIT_ASSERT_LE(test, n, 2);
+		got += n;
+	} while (n && got <= ARRAY_SIZE(wc) - 2);
+
+	kunit_info(test, "%d flush completions for %d WQEs\n", got, nwant);
+	KUNIT_EXPECT_EQ(test, got, nwant);
+	for (i = 0; i < got && i < nwant; i++) {
+		KUNIT_EXPECT_EQ_MSG(test, wc[i].wr_id, want[i], "completion %d",
+				    i);
+		KUNIT_EXPECT_EQ(test, wc[i].status, IB_WC_WR_FLUSH_ERR);
+		KUNIT_EXPECT_PTR_EQ(test, wc[i].qp, &d->qp->ibqp);
+	}
+	KUNIT_EXPECT_EQ(test, sq->tail, sq->head);
+	KUNIT_EXPECT_EQ(test, sq->last_poll, sq->cur_post);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_poll_cq(&cq->ibcq, 2, wc), 0);
+	d->dev->mdev->state = MLX5_DEVICE_STATE_UP;
+}
+
+/* ---- A Send Queue run full, with a CQ that completes it ---- */
+
+enum {
+	RING_CQ_LOG = 6,	/* 64 CQEs: one page, one fragment */
+	RING_POLL = 4,		/* CQEs taken by one poll */
+	RING_MAX_CHAIN = 5,
+	RING_ROUNDS = 3000,
+	RING_REFUSE_EVERY = 250,	/* the driver warns at each refusal */
+};
+
+/* One ib_slot_post()-like chain: only its last WR is signaled */
+struct ring_chain {
+	u64 wr_id;		/* of the last, signaled WR */
+	u16 wqe;		/* the index of its WQE in the ring */
+	u16 end;		/* cur_post after the chain */
+	u32 units;		/* what the WR cost hook charges for it */
+};
+
+struct ring_run {
+	struct drive_qp *d;
+	struct mlx5_ib_cq *cq;
+	u32 cq_prod;		/* CQEs the "device" wrote */
+	struct ring_chain *chains;
+	u32 first, nr;		/* the chains not yet completed */
+	u32 units;		/* their units */
+	u32 budget;		/* what the QP was granted: max_send_wr */
+	unsigned long wrs, polled, refused;
+	u16 wraps;
+	struct rnd_state rnd;
+};
+
+static void ring_qp_untrack(void *arg)
+{
+	struct drive_qp *d = arg;
+
+	radix_tree_delete(&d->dev->qp_table.tree,
+			  d->qp->trans_qp.base.mqp.qpn);
+}
+
+/*
+ * The CQ of drive_cq_create() with a ring of CQEs that the test writes as
+ * the device would, and the QP in the device's table, where mlx5_poll_one()
+ * looks a CQE's QP number up.
+ */
+static void ring_cq_setup(struct kunit *test, struct ring_run *r)
+{
+	struct drive_qp *d = r->d;
+	struct mlx5_ib_cq *cq = r->cq;
+	struct mlx5_buf_list *frag;
+	unsigned int i;
+
+	frag = kunit_kzalloc(test, sizeof(*frag), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, frag);
+	frag->buf = kunit_kzalloc(test, sizeof(struct mlx5_cqe64) <<
+				  RING_CQ_LOG, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, frag->buf);
+	mlx5_init_fbc(frag, ilog2(sizeof(struct mlx5_cqe64)), RING_CQ_LOG,
+		      &cq->buf.fbc);
+	for (i = 0; i < 1 << RING_CQ_LOG; i++) {
+		struct mlx5_cqe64 *cqe = mlx5_frag_buf_get_wqe(&cq->buf.fbc, i);
+
+		cqe->op_own = MLX5_CQE_INVALID << 4 | MLX5_CQE_OWNER_MASK;
+	}
+	cq->ibcq.cqe = (1 << RING_CQ_LOG) - 1;
+	cq->mcq.cqe_sz = sizeof(struct mlx5_cqe64);
+	cq->mcq.set_ci_db = kunit_kzalloc(test, 2 * sizeof(__be32),
+					  GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, cq->mcq.set_ci_db);
+
+	d->qp->trans_qp.base.container_mibqp = d->qp;
+	INIT_RADIX_TREE(&d->dev->qp_table.tree, GFP_KERNEL);
+	KUNIT_ASSERT_EQ(test,
+			radix_tree_insert(&d->dev->qp_table.tree,
+					  d->qp->trans_qp.base.mqp.qpn,
+					  &d->qp->trans_qp.base.mqp), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, ring_qp_untrack,
+							d), 0);
+}
+
+/* The device completes the WQE at @wqe: one CQE, in order */
+static void ring_complete(struct ring_run *r, u16 wqe)
+{
+	struct mlx5_ib_cq *cq = r->cq;
+	u32 n = r->cq_prod++;
+	struct mlx5_cqe64 *cqe =
+		mlx5_frag_buf_get_wqe(&cq->buf.fbc, n & cq->ibcq.cqe);
+	u32 qpn = r->d->qp->trans_qp.base.mqp.qpn;
+
+	memset(cqe, 0, sizeof(*cqe));
+	cqe->sop_drop_qpn = cpu_to_be32(MLX5_OPCODE_SEND << 24 | qpn);
+	cqe->wqe_counter = cpu_to_be16(wqe);
+	/* The opcode and the owner bit last, as the device writes them */
+	wmb();
+	cqe->op_own = MLX5_CQE_REQ << 4 | !!(n & (cq->ibcq.cqe + 1));
+}
+
+static const enum ib_wr_opcode ring_shapes[][RING_MAX_CHAIN] = {
+	{ IB_WR_SEND },
+	{ IB_WR_RDMA_WRITE, IB_WR_SEND },
+	{ IB_WR_LOCAL_INV, IB_WR_REG_MR, IB_WR_RDMA_READ, IB_WR_SEND },
+	{ IB_WR_REG_MR, IB_WR_RDMA_WRITE, IB_WR_RDMA_WRITE_WITH_IMM,
+	  IB_WR_SEND_WITH_INV },
+	{ IB_WR_LOCAL_INV, IB_WR_REG_MR_INTEGRITY, IB_WR_RDMA_WRITE,
+	  IB_WR_SEND },
+};
+
+/*
+ * Posts one chain of @n WRs whose last is signaled, as ib_slot_post()
+ * does, and returns what mlx5_ib_post_send() returned; *@posted is the
+ * number of its WRs in the ring.
+ */
+static int ring_post(struct kunit *test, struct ring_run *r,
+		     const enum ib_wr_opcode *ops, unsigned int n,
+		     unsigned int *posted)
+{
+	union {
+		struct ib_send_wr send;
+		struct ib_rdma_wr rdma;
+		struct ib_reg_wr reg;
+	} wr[RING_MAX_CHAIN] = {};
+	struct drive_qp *d = r->d;
+	const struct ib_send_wr *bad = NULL;
+	unsigned int i, head = d->qp->sq.head;
+	u32 max_sge = d->attr.cap.max_send_sge;
+	int ret;
+
+	for (i = 0; i < max_sge; i++)
+		d->sge[i] = (struct ib_sge){
+			.addr = (uintptr_t)d->data, .length = DRIVE_SGE_LEN,
+			.lkey = 0x100,
+		};
+	for (i = 0; i < n; i++) {
+		struct ib_send_wr *w = &wr[i].send;
+
+		w->wr_id = ++d->posted;
+		w->opcode = ops[i];
+		w->send_flags = i == n - 1 ? IB_SEND_SIGNALED : 0;
+		w->next = i == n - 1 ? NULL : &wr[i + 1].send;
+		w->ex.invalidate_rkey = 0x1234;
+		switch (ops[i]) {
+		case IB_WR_RDMA_WRITE:
+		case IB_WR_RDMA_WRITE_WITH_IMM:
+		case IB_WR_RDMA_READ:
+			wr[i].rdma.remote_addr = 0x20000;
+			wr[i].rdma.rkey = 0x5678;
+			fallthrough;
+		case IB_WR_SEND:
+		case IB_WR_SEND_WITH_INV:
+			w->sg_list = d->sge;
+			w->num_sge = max_sge ?
+				     1 + prandom_u32_state(&r->rnd) % max_sge :
+				     0;
+			break;
+		case IB_WR_REG_MR:
+			wr[i].reg.mr = &d->mr->ibmr;
+			wr[i].reg.key = 0x1234;
+			wr[i].reg.access = DRIVE_ACCESS;
+			break;
+		case IB_WR_REG_MR_INTEGRITY:
+			wr[i].reg.mr = &d->sig_mr->ibmr;
+			wr[i].reg.key = 0x1234;
+			wr[i].reg.access = DRIVE_ACCESS;
+			d->sig_mr->sig->sig_status_checked = true;
+			break;
+		default:
+			break;
+		}
+	}
+	ret = mlx5_ib_post_send(&d->qp->ibqp, &wr[0].send, &bad, false);
+	*posted = d->qp->sq.head - head;
+	KUNIT_EXPECT_EQ(test, *posted, ret ? bad - &wr[0].send : n);
+	return ret;
+}
+
+/*
+ * The WQE a chain posted from @start is completed by: its last, the only
+ * one signaled, found by the ds counts of its control segments.
+ */
+static u16 ring_last_wqe(struct kunit *test, struct ring_run *r, u16 start)
+{
+	struct mlx5_ib_wq *sq = &r->d->qp->sq;
+	u16 pos = start, wqe = start;
+	u32 ds, signaled = 0;
+
+	while (pos != sq->cur_post) {
+		struct mlx5_wqe_ctrl_seg *ctrl =
+			mlx5_frag_buf_get_wqe(&sq->fbc,
+					      pos & (sq->wqe_cnt - 1));
+
+		ds = be32_to_cpu(ctrl->qpn_ds) & MLX5_WQE_CTRL_DS_MASK;
+		KUNIT_ASSERT_GT(test, ds, 0);
+		if (ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE)
+			signaled++;
+		wqe = pos;
+		pos += DIV_ROUND_UP(ds * MLX5_SEND_WQE_DS, MLX5_SEND_WQE_BB);
+	}
+	KUNIT_EXPECT_EQ(test, signaled, 1);
+	return wqe;
+}
+
+/* Whether the chains still in the ring fit it, as admission promises */
+static void ring_check(struct kunit *test, struct ring_run *r)
+{
+	struct mlx5_ib_wq *sq = &r->d->qp->sq;
+	u16 used = sq->cur_post - sq->last_poll;
+
+	KUNIT_ASSERT_LE_MSG(test, used, sq->wqe_cnt,
+			    "%s: %u blocks of WQEs not yet completed in a ring of %u",
+			    r->d->name, used, sq->wqe_cnt);
+	KUNIT_ASSERT_EQ(test, sq->head - sq->tail, r->units);
+	KUNIT_ASSERT_FALSE(test, drive_overrun(r->d));
+}
+
+/* Completes the oldest @k chains and polls their completions */
+static void ring_retire(struct kunit *test, struct ring_run *r, u32 k)
+{
+	struct mlx5_ib_wq *sq = &r->d->qp->sq;
+	u32 nchains = r->budget + 1, i, got = 0;
+	struct ib_wc wc[RING_POLL];
+	u16 end = 0;
+	int n, j;
+
+	for (i = 0; i < k; i++)
+		ring_complete(r, r->chains[(r->first + i) % nchains].wqe);
+	do {
+		n = mlx5_ib_poll_cq(&r->cq->ibcq, RING_POLL, wc);
+		KUNIT_ASSERT_GE(test, n, 0);
+		for (j = 0; j < n; j++, got++) {
+			struct ring_chain *c = &r->chains[r->first];
+
+			KUNIT_ASSERT_LT(test, got, k);
+			KUNIT_EXPECT_EQ(test, wc[j].status, IB_WC_SUCCESS);
+			KUNIT_EXPECT_EQ(test, wc[j].wr_id, c->wr_id);
+			KUNIT_EXPECT_PTR_EQ(test, wc[j].qp, &r->d->qp->ibqp);
+			/* The credits the core gives back at this completion */
+			r->units -= c->units;
+			r->first = (r->first + 1) % nchains;
+			r->nr--;
+			end = c->end;
+		}
+		/* The next WQE to complete follows the last one polled */
+		if (n)
+			KUNIT_EXPECT_EQ(test, sq->last_poll, end);
+	} while (n);
+	KUNIT_ASSERT_EQ(test, got, k);
+	r->polled += k;
+	/* What the ring admits again is what the core gave back */
+	KUNIT_ASSERT_EQ(test, sq->max_post - (sq->head - sq->tail),
+			r->budget - r->units);
+	ring_check(test, r);
+}
+
+static const struct drive_vector ring_vectors[] = {
+	{ "RC 1 SGE", IB_QPT_RC, 0, 1, 0, IB_SIGNAL_REQ_WR },
+	{ "RC 4 SGEs", IB_QPT_RC, 0, 4, 0, IB_SIGNAL_REQ_WR },
+	{ "RC INTEGRITY_EN 2 SGEs", IB_QPT_RC, IB_QP_CREATE_INTEGRITY_EN, 2, 0,
+	  IB_SIGNAL_REQ_WR },
+	{ "XRC_INI 1 SGE", IB_QPT_XRC_INI, 0, 1, 0, IB_SIGNAL_REQ_WR },
+	{ "XRC_INI INTEGRITY_EN 2 SGEs", IB_QPT_XRC_INI,
+	  IB_QP_CREATE_INTEGRITY_EN, 2, 0, IB_SIGNAL_REQ_WR },
+};
+
+KUNIT_ARRAY_PARAM(ring_vectors, ring_vectors, drive_vector_desc);
+
+/*
+ * mlx5_ib_post_send() driven as ib_slot drives it: chains of WRs, only the
+ * last signaled, admitted by the units the WR cost hook charges against
+ * the max_send_wr the QP was granted, and given back when the chain's
+ * completion is polled.  Each round fills the ring to that budget, checks
+ * now and then that the next WR is refused, then has the "device"
+ * complete some of the oldest chains through the CQ.  A post the budget admits must succeed and
+ * stay within the ring's blocks not yet completed; the ring must take
+ * again exactly what the completions gave back; the ring wraps many times.
+ */
+static void mlx5_ib_test_drive_ring_full(struct kunit *test)
+{
+	const struct drive_vector *v = test->param_value;
+	struct ring_run *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	bool integrity = v->flags & IB_QP_CREATE_INTEGRITY_EN;
+	struct mlx5_ib_wq *sq;
+	struct drive_qp *d;
+	unsigned int round, i, posted;
+	u16 last = 0, start;
+	int ret;
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	d = drive_qp_create(test, v);
+	r->d = d;
+	r->cq = drive_cq_create(test, d);
+	ring_cq_setup(test, r);
+	sq = &d->qp->sq;
+	r->budget = d->geom.max_post;
+	/* A CQE for every chain in the ring fits the CQ */
+	KUNIT_ASSERT_LT(test, r->budget, 1 << RING_CQ_LOG);
+	r->chains = kunit_kcalloc(test, r->budget + 1, sizeof(*r->chains),
+				  GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, r->chains);
+	prandom_seed_state(&r->rnd, 0x35);
+	drive_mr_descs(d->mr, MLX5_MKC_ACCESS_MODE_MTT, 8);
+	drive_edge_setup(d, &(const struct drive_edge_wr){
+		"REG_MR_INTEGRITY", IB_WR_REG_MR_INTEGRITY,
+		MLX5_MKC_ACCESS_MODE_MTT, 8, false, true });
+
+	for (round = 0; round < RING_ROUNDS; round++) {
+		/* Fill: every chain the remaining credits admit */
+		for (;;) {
+			u32 shape = prandom_u32_state(&r->rnd) %
+				    (ARRAY_SIZE(ring_shapes) - !integrity);
+			const enum ib_wr_opcode *ops = ring_shapes[shape];
+			struct ring_chain *c;
+			u32 units = 0;
+			unsigned int n;
+
+			for (n = 0; n < RING_MAX_CHAIN && ops[n] != IB_WR_SEND &&
+			     ops[n] != IB_WR_SEND_WITH_INV; n++)
+				;
+			n++;
+			for (i = 0; i < n; i++) {
+				struct ib_wr_cost cost;
+
+				KUNIT_ASSERT_EQ(test,
+						mlx5_ib_get_wr_cost(&d->dev->ib_dev,
+								    &d->attr,
+								    ops[i], 1,
+								    &cost), 0);
+				units += cost.sq_units;
+			}
+			if (r->units + units > r->budget)
+				break;
+			c = &r->chains[(r->first + r->nr) % (r->budget + 1)];
+			start = sq->cur_post;
+			ret = ring_post(test, r, ops, n, &posted);
+			KUNIT_ASSERT_EQ_MSG(test, ret, 0,
+					    "%s: chain of %u WRs refused at %u of %u units",
+					    d->name, n, r->units, r->budget);
+			c->wr_id = d->posted;
+			c->wqe = ring_last_wqe(test, r, start);
+			c->end = sq->cur_post;
+			c->units = units;
+			r->nr++;
+			r->units += units;
+			r->wrs += n;
+			ring_check(test, r);
+		}
+		/* Single SENDs up to the budget, then one more is refused */
+		while (r->units < r->budget) {
+			static const enum ib_wr_opcode send = IB_WR_SEND;
+			struct ring_chain *c =
+				&r->chains[(r->first + r->nr) % (r->budget + 1)];
+
+			start = sq->cur_post;
+			ret = ring_post(test, r, &send, 1, &posted);
+			KUNIT_ASSERT_EQ(test, ret, 0);
+			c->wr_id = d->posted;
+			c->wqe = ring_last_wqe(test, r, start);
+			c->end = sq->cur_post;
+			c->units = 1;
+			r->nr++;
+			r->units++;
+			r->wrs++;
+			ring_check(test, r);
+		}
+		if (round % RING_REFUSE_EVERY == 0) {
+			static const enum ib_wr_opcode send = IB_WR_SEND;
+
+			ret = ring_post(test, r, &send, 1, &posted);
+			KUNIT_ASSERT_EQ(test, ret, -ENOMEM);
+			KUNIT_ASSERT_EQ(test, posted, 0);
+			r->refused++;
+			ring_check(test, r);
+		}
+		if (sq->cur_post < last)
+			r->wraps++;
+		last = sq->cur_post;
+		ring_retire(test, r, 1 + prandom_u32_state(&r->rnd) % r->nr);
+	}
+	ring_retire(test, r, r->nr);
+	KUNIT_EXPECT_EQ(test, sq->head, sq->tail);
+	KUNIT_EXPECT_EQ(test, sq->last_poll, sq->cur_post);
+	kunit_info(test, "%s: %lu WRs, %lu completions, %lu refused when full, %u blocks, cur_post wrapped %u times\n",
+		   d->name, r->wrs, r->polled, r->refused, sq->wqe_cnt,
+		   r->wraps);
+}
+
 static struct kunit_case mlx5_ib_wr_drive_cases[] = {
+	KUNIT_CASE_PARAM_ATTR(mlx5_ib_test_drive_ring_full,
+			      ring_vectors_gen_params,
+			      { .speed = KUNIT_SPEED_SLOW }),
+	KUNIT_CASE(mlx5_ib_test_drive_flush_after_fatal_error),
 	KUNIT_CASE(mlx5_ib_test_drive_known),
+	KUNIT_CASE_PARAM(mlx5_ib_test_drive_fragment_edge,
+			 drive_edge_vectors_gen_params),
 	KUNIT_CASE_PARAM(mlx5_ib_test_drive, drive_vectors_gen_params),
 	{}
 };

@@ -512,7 +512,7 @@ static void rsk_sq_full_at_budget(struct kunit *test)
 				a->cap.max_send_wr);
 		KUNIT_EXPECT_EQ(test, budget.cap.max_send_sge,
 				a->cap.max_send_sge);
-		KUNIT_EXPECT_EQ(test, budget.max_send_wr_limit,
+		KUNIT_EXPECT_LE(test, budget.max_send_wr_limit,
 				rsk.dev->attrs.max_qp_wr);
 
 		rsk_connect(test, a, b);
@@ -1278,7 +1278,135 @@ static int rsk_suite_init(struct kunit_suite *suite)
 	return ret;
 }
 
+/*
+ * query_qp_budget fails exactly when QP creation with the same attributes
+ * does, and otherwise reports the caps creation grants; within its limit
+ * those never exceed attrs.max_qp_wr, so a QP can be created again with
+ * them.
+ */
+static void rsk_budget_matches_create(struct kunit *test)
+{
+	static const enum ib_qp_type types[] = {
+		IB_QPT_RC, IB_QPT_UC, IB_QPT_UD, IB_QPT_XRC_INI,
+	};
+	static const u32 flags[] = {
+		0, IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK,
+		IB_QP_CREATE_INTEGRITY_EN,
+	};
+	const struct ib_device_attr *da = &rsk.dev->attrs;
+	const u32 sges[] = { 0, 1, 2, da->max_send_sge, da->max_send_sge + 1 };
+	const u32 depths[] = { 1, 100, 4096, da->max_qp_wr + 1 };
+	static const u32 inls[] = { 0, 64 };
+	struct rsk_ctx *ctx = rsk_ctx_new(test);
+	unsigned int n, t, f, s, d, i, checked = 0, failed = 0;
+	struct ib_qp_budget budget;
+	struct ib_qp_init_attr init;
+	struct ib_cq *cq;
+
+	cq = ib_alloc_cq(rsk.dev, NULL, 16, 0, IB_POLL_DIRECT);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, cq);
+	for (n = 0; n < ARRAY_SIZE(types) * ARRAY_SIZE(flags) *
+			ARRAY_SIZE(sges) * ARRAY_SIZE(depths) * ARRAY_SIZE(inls);
+	     n++) {
+		struct ib_qp *qp;
+		int ret;
+
+		i = n % ARRAY_SIZE(inls);
+		d = n / ARRAY_SIZE(inls) % ARRAY_SIZE(depths);
+		s = n / ARRAY_SIZE(inls) / ARRAY_SIZE(depths) % ARRAY_SIZE(sges);
+		f = n / ARRAY_SIZE(inls) / ARRAY_SIZE(depths) / ARRAY_SIZE(sges) %
+		    ARRAY_SIZE(flags);
+		t = n / ARRAY_SIZE(inls) / ARRAY_SIZE(depths) / ARRAY_SIZE(sges) /
+		    ARRAY_SIZE(flags);
+
+		init = (struct ib_qp_init_attr){
+			.qp_type = types[t], .create_flags = flags[f],
+			.send_cq = cq, .recv_cq = cq,
+			.cap = { .max_send_wr = depths[d],
+				 .max_send_sge = sges[s],
+				 .max_inline_data = inls[i],
+				 .max_recv_wr = 4, .max_recv_sge = 1 },
+		};
+		ret = ib_query_qp_budget(rsk.dev, &init, &budget);
+		qp = ib_create_qp(ctx->pd, &init);
+		checked++;
+		if (IS_ERR(qp)) {
+			failed++;
+			KUNIT_EXPECT_EQ_MSG(test, ret, PTR_ERR(qp),
+					    "type %d flags 0x%x %u SGEs %u WRs %u inline",
+					    types[t], flags[f], sges[s],
+					    depths[d], inls[i]);
+			continue;
+		}
+		ib_destroy_qp(qp);
+		KUNIT_EXPECT_EQ_MSG(test, ret, 0,
+				    "type %d flags 0x%x %u SGEs %u WRs %u inline",
+				    types[t], flags[f], sges[s], depths[d],
+				    inls[i]);
+		if (ret)
+			continue;
+		KUNIT_EXPECT_EQ(test, budget.cap.max_send_wr,
+				init.cap.max_send_wr);
+		KUNIT_EXPECT_EQ(test, budget.cap.max_send_sge,
+				init.cap.max_send_sge);
+		KUNIT_EXPECT_EQ(test, budget.cap.max_inline_data,
+				init.cap.max_inline_data);
+		KUNIT_EXPECT_EQ(test, budget.cap.max_recv_wr,
+				init.cap.max_recv_wr);
+		KUNIT_EXPECT_EQ(test, budget.cap.max_recv_sge,
+				init.cap.max_recv_sge);
+	}
+	ib_free_cq(cq);
+
+	/* At the limit the granted caps stay within attrs.max_qp_wr */
+	init = (struct ib_qp_init_attr){
+		.qp_type = IB_QPT_RC,
+		.cap = { .max_send_wr = 1, .max_send_sge = 1 },
+	};
+	KUNIT_ASSERT_EQ(test, ib_query_qp_budget(rsk.dev, &init, &budget), 0);
+	init.cap.max_send_wr = budget.max_send_wr_limit;
+	KUNIT_ASSERT_EQ(test, ib_query_qp_budget(rsk.dev, &init, &budget), 0);
+	KUNIT_EXPECT_LE(test, budget.cap.max_send_wr, da->max_qp_wr);
+	init.cap = budget.cap;
+	KUNIT_EXPECT_EQ(test, ib_query_qp_budget(rsk.dev, &init, &budget), 0);
+	kunit_info(test, "%u QPs asked for, %u refused\n", checked, failed);
+}
+
+/*
+ * get_wr_cost refuses what rxe_post_send() refuses: an opcode the QP type
+ * does not take (REG_MR_INTEGRITY on none, past the opcode table), more
+ * SGEs than the QP's WQE holds.
+ */
+static void rsk_wr_cost_as_post(struct kunit *test)
+{
+	struct ib_qp_init_attr rc = {
+		.qp_type = IB_QPT_RC, .cap = { .max_send_sge = 1 },
+	};
+	struct ib_qp_init_attr ud = rc;
+	struct ib_wr_cost cost;
+
+	ud.qp_type = IB_QPT_UD;
+	KUNIT_EXPECT_EQ(test, ib_get_wr_cost(rsk.dev, &rc, IB_WR_REG_MR, 0,
+					     &cost), 0);
+	KUNIT_EXPECT_EQ(test, cost.sq_units, 1);
+	KUNIT_EXPECT_EQ(test, ib_get_wr_cost(rsk.dev, &rc, IB_WR_SEND, 1,
+					     &cost), 0);
+	KUNIT_EXPECT_EQ(test, ib_get_wr_cost(rsk.dev, &rc, IB_WR_SEND, 2,
+					     &cost), -EINVAL);
+	KUNIT_EXPECT_EQ(test, ib_get_wr_cost(rsk.dev, &rc,
+					     IB_WR_REG_MR_INTEGRITY, 0, &cost),
+			-EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, ib_get_wr_cost(rsk.dev, &ud, IB_WR_REG_MR, 0,
+					     &cost), -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, ib_get_wr_cost(rsk.dev, &ud, IB_WR_RDMA_WRITE, 1,
+					     &cost), -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, ib_get_wr_cost(rsk.dev, &ud, IB_WR_SEND, 1,
+					     &cost), 0);
+}
+
 static struct kunit_case rsk_cases[] = {
+	KUNIT_CASE(rsk_budget_matches_create),
+	KUNIT_CASE(rsk_wr_cost_as_post),
 	KUNIT_CASE(rsk_sq_full_at_budget),
 	KUNIT_CASE(rsk_slot_flush),
 	KUNIT_CASE(rsk_slot_drain_full),
