@@ -396,6 +396,8 @@ int ib_slot_get_or_wait(struct ib_slot_waiter *w)
 		if (likely(!atomic_read(&w->sqp->resuming)))
 			return 0;
 		atomic_inc(&w->sqp->resuming);
+		atomic64_inc(&pool->waits);
+		ib_slot_trace(pool, wait);
 		list_add_tail(&w->entry, &ready);
 		__ib_slot_defer(pool, &ready);
 		return -EAGAIN;

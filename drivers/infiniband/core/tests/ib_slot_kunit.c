@@ -3368,6 +3368,10 @@ static void ib_slot_get_or_wait_keeps_qp_order(struct kunit *test)
 	put_all(&second);
 	put_all(&bw->tw);
 	expect_idle(test, env->pool);
+	/* Resumed after waiting behind the first: a wait like any other. */
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.waits, 3);
+	KUNIT_EXPECT_EQ(test, st.resumed, 3);
 }
 
 /*
