@@ -5010,12 +5010,7 @@ static void ib_slot_qp_type_costs(struct kunit *test)
 	env->fdev->xrc_costs_more = true;
 	test_pool(test, &one_rkey, 2, IB_SLOT_NO_EXHAUST, 0);
 	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 2, &attr, &nr_cqe), 0);
-	env->cq = test_cq(test, nr_cqe);
-	attr.send_cq = env->cq;
-	attr.recv_cq = env->cq;
-	env->qp[0] = ib_create_qp(env->pd, &attr);
-	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->qp[0]);
-	test_action(test, ib_destroy_qp_action, env->qp[0]);
+	test_qp_of(test, &attr, nr_cqe);
 	sqp = ib_slot_qp_attach(env->pool, env->qp[0], &attr.cap, 2);
 	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(sqp), -EINVAL);
 	if (!IS_ERR(sqp))
@@ -5044,12 +5039,7 @@ static void ib_slot_qp_costs_as_asked(struct kunit *test)
 	env->fdev->grant_sge = 16;
 	test_pool(test, &one_rkey, 2, IB_SLOT_NO_EXHAUST, 0);
 	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 2, &attr, &nr_cqe), 0);
-	env->cq = test_cq(test, nr_cqe);
-	attr.send_cq = env->cq;
-	attr.recv_cq = env->cq;
-	env->qp[0] = ib_create_qp(env->pd, &attr);
-	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, env->qp[0]);
-	test_action(test, ib_destroy_qp_action, env->qp[0]);
+	test_qp_of(test, &attr, nr_cqe);
 	KUNIT_ASSERT_EQ(test, attr.cap.max_send_sge, 16);
 	sqp = ib_slot_qp_attach(env->pool, env->qp[0], &attr.cap, 2);
 	KUNIT_EXPECT_EQ(test, PTR_ERR_OR_ZERO(sqp), -EINVAL);
@@ -5078,21 +5068,14 @@ static void ib_slot_qp_cannot_post(struct kunit *test)
 		struct ib_qp_init_attr attr = { .qp_type = IB_QPT_UC };
 		struct ib_slot_pool *pool;
 		struct ib_slot_qp *sqp;
-		struct ib_cq *cq;
-		struct ib_qp *qp;
 		u32 nr_cqe = 0;
 
 		pool = test_pool(test, cases[i].profile, 2, IB_SLOT_NO_EXHAUST,
 				 0);
 		KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(pool, 2, &attr, &nr_cqe),
 				0);
-		cq = test_cq(test, nr_cqe);
-		attr.send_cq = cq;
-		attr.recv_cq = cq;
-		qp = ib_create_qp(env->pd, &attr);
-		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, qp);
-		test_action(test, ib_destroy_qp_action, qp);
-		sqp = ib_slot_qp_attach(pool, qp, &attr.cap, 2);
+		test_qp_of(test, &attr, nr_cqe);
+		sqp = ib_slot_qp_attach(pool, env->qp[0], &attr.cap, 2);
 		KUNIT_EXPECT_EQ_MSG(test, PTR_ERR_OR_ZERO(sqp), cases[i].ret,
 				    "profile %u", i);
 		if (!IS_ERR(sqp))

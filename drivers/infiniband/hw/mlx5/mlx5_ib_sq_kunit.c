@@ -2436,8 +2436,9 @@ KUNIT_ARRAY_PARAM(ring_vectors, ring_vectors, drive_vector_desc);
  * the max_send_wr the QP was granted, and given back when the chain's
  * completion is polled.  Each round fills the ring to that budget, checks
  * now and then that the next WR is refused, then has the "device"
- * complete some of the oldest chains through the CQ.  A post the budget admits must succeed and
- * stay within the ring's blocks not yet completed; the ring must take
+ * complete some of the oldest chains through the CQ.  A post the budget
+ * admits must succeed and stay within the ring's blocks not yet
+ * completed; the ring must take
  * again exactly what the completions gave back; the ring wraps many times.
  */
 static void mlx5_ib_test_drive_ring_full(struct kunit *test)
