@@ -8,8 +8,9 @@
 # SRQ: under fio at queue depth 32, parked commands could hold every
 # buffer, and a LUN reset (or any request) would find none; ib_srpt
 # answers the commands past half of the SRQ BUSY instead.
-# Checks: the LUN reset sent during the I/O is answered within ib_srp's
-# task management timeout (5 s); fio ends and verifies its data (4 KiB
+# Checks: at most 8 commands wait for slots at any time; the LUN reset
+# sent during the I/O is answered within ib_srp's task management timeout
+# (5 s); fio ends and verifies its data (4 KiB
 # random writes, crc32c); a pattern written before reads back intact;
 # at most one reconnect, which the LUN reset may cost; ib_srpt's and
 # ib_srp's pools end idle, with no misuse.
@@ -26,14 +27,25 @@ srp_target_up use_srq=1
 [ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
 srp_login ch_count=2
 bad=
-dd_verify "$DISK" 512 2 /tmp/before.bin || bad+=" data-before"
+dd_verify "$DISK" 512 1 /tmp/before.bin || bad+=" data-before"
 rc0=$(srp_reconnects)
 
 step "fio queue depth 32 on two channels; a LUN reset after 3 s"
 fio_start srq --name=srq --filename="$DISK" --direct=1 --ioengine=libaio \
 	--iodepth=32 --rw=randwrite --bs=4k --size=8m --verify=crc32c \
 	--verify_fatal=1 --runtime=8 --time_based
-sleep 3
+# The bound itself: the commands that wait for slots, sampled from
+# ib_srpt's pool for 3 s, never hold more than half of the SRQ.
+max=0
+for _ in $(seq 15); do
+	sleep 0.2
+	w=0
+	for d in $(srpt_pools); do w=$((w + $(slot_stat "$d" waiters))); done
+	[ "$w" -le "$max" ] || max=$w
+done
+log "at most $max commands waited for slots (SRQ of 16 buffers)"
+[ "$max" -ge 1 ] || bad+=" no-command-waited"
+[ "$max" -le 8 ] || bad+=" $max-commands-waited"
 t=$(now)
 sg_reset --device "$DISK" || bad+=" lun-reset-failed"
 d=$(since "$t")
