@@ -7,6 +7,7 @@
 # env: SKIP_BISECT=1, SKIP_VM=1 to leave those parts out.
 set -u
 . "$(dirname "$0")/lib.sh"
+guest_visible
 
 # Add the "name: N passed, N failed" totals of a sub-runner.
 tally() {

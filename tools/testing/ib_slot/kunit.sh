@@ -7,6 +7,7 @@
 # usage: kunit.sh [suite...]   (default: every suite in kunit/suites)
 set -u
 . "$(dirname "$0")/lib.sh"
+guest_visible
 
 out=${LOGDIR:-$(mktemp -d "${TMPDIR:-/tmp}/ib-slot-kunit.XXXXXX")}
 mkdir -p "$out"

@@ -10,6 +10,7 @@
 # time (slots.svg, slots.png) and the VM's console log.
 set -u
 . "$(dirname "$0")/lib.sh"
+guest_visible
 out=$TOP/out/run
 rm -rf "$out"
 mkdir -p "$out" || die "cannot create $out"

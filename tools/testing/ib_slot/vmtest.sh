@@ -22,6 +22,7 @@
 # only its own output folder.
 set -u
 . "$(dirname "$0")/lib.sh"
+guest_visible
 
 GUEST=$TOOLS/guest
 FIRST=(rxe-up rping nfs-rdma srp)
