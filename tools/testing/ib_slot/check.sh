@@ -74,28 +74,62 @@ done
 cd "$TOP" || die "no $TOP"
 phase "static checks" "$t"
 
+# The bisect step builds patch N only if the first N patches (with the
+# new files they bring), the config fragments, the compiler or the base
+# changed since patch N last built clean on this machine: the key chains
+# the hash of each patch onto the key of the patches below it.
+BISECT_OK=$BASE_DIR/bisect-ok-$FLAVOUR
+bisect_keys() {
+	local key p f
+	key=$({ echo "$BASE_ID"; gcc --version | head -1
+		cat "$TOOLS"/configs/*.config; } | sha1sum | cut -c1-40)
+	for p in $(series); do
+		key=$({ echo "$key"; cat "$TOP/patches/$p"
+			for f in $(overlay_of "$p"); do cat "$TOP/$f"; done; } |
+			sha1sum | cut -c1-40)
+		echo "$key"
+	done
+}
+
 if [ "${SKIP_BISECT:-0}" != 1 ]; then
 	say "bisect: every patch builds on its own, W=1 clean"
 	t=$(now)
-	"$TOOLS/build.sh" --configure-only >/dev/null || die "configure failed"
+	mapfile -t keys < <(bisect_keys)
+	touch "$BISECT_OK"
 	n=0
+	built=0
 	for p in $(series); do
 		n=$((n + 1))
+		if grep -qx "${keys[$((n - 1))]}" "$BISECT_OK"; then
+			verdict 0 "bisect/$p" "skipped: built clean before, nothing below it changed"
+			continue
+		fi
+		if [ $built = 0 ]; then
+			"$TOOLS/build.sh" --configure-only >/dev/null || die "configure failed"
+			built=1
+		fi
 		"$TOOLS/prepare.sh" $n >/dev/null 2>&1
 		objs=$( (sed -n 's#^+++ b/\(.*\.c\)$#\1#p' "$TOP/patches/$p"
 			 overlay_of "$p" | grep '\.c$') | sed 's/\.c$/.o/' | sort -u)
 		if [ -z "$objs" ]; then
 			verdict 0 "bisect/$p" "no C file"
+			echo "${keys[$((n - 1))]}" >> "$BISECT_OK"
 			continue
 		fi
 		o=$("${KMAKE[@]}" -s W=1 $objs 2>&1)
 		rc=$?
 		[ $rc = 0 ] && grep -qE 'warning:|error:' <<<"$o" && rc=1
 		verdict $rc "bisect/$p" "$(echo $objs)"
-		[ $rc = 0 ] || echo "$o" | tail -20
+		if [ $rc = 0 ]; then
+			echo "${keys[$((n - 1))]}" >> "$BISECT_OK"
+		else
+			echo "$o" | tail -20
+		fi
 	done
-	"$TOOLS/prepare.sh" >/dev/null 2>&1
-	rm -f "$BUILD/.ib-slot-config"	# the per-patch builds changed .config
+	if [ $built = 1 ]; then
+		"$TOOLS/prepare.sh" >/dev/null 2>&1
+		rm -f "$BUILD/.ib-slot-config"	# the per-patch builds changed .config
+	fi
 	phase bisect "$t"
 fi
 
