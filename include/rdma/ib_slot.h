@@ -260,6 +260,8 @@ struct ib_slot_waiter {
  * @resumed: waiters granted after waiting
  * @misuse: API misuses caught (each also warned once)
  * @remote_inv: rkeys invalidated by the peer, sparing a LOCAL_INV
+ * @bad_remote_inv: fences given a remote invalidation of an rkey that was
+ *	none of the slot's live ones (a protocol error of the peer)
  * @local_inv: LOCAL_INV WRs posted
  * @recycled: MRs replaced because a fence's LOCAL_INV failed or was flushed
  */
@@ -274,6 +276,7 @@ struct ib_slot_pool_stats {
 	u64	resumed;
 	u64	misuse;
 	u64	remote_inv;
+	u64	bad_remote_inv;
 	u64	local_inv;
 	u64	recycled;
 };

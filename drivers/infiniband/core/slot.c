@@ -109,8 +109,9 @@ static int ib_slot_pool_show(struct seq_file *s, void *unused)
 		   "backpressure", st.nr_slots, st.in_use, st.high_water);
 	seq_printf(s, "waiters: %u\nexhausted: %llu\nwaits: %llu\nresumed: %llu\n",
 		   st.nr_waiters, st.exhausted, st.waits, st.resumed);
-	seq_printf(s, "misuse: %llu\nremote_inv: %llu\nlocal_inv: %llu\n",
-		   st.misuse, st.remote_inv, st.local_inv);
+	seq_printf(s, "misuse: %llu\nremote_inv: %llu\nbad_remote_inv: %llu\n",
+		   st.misuse, st.remote_inv, st.bad_remote_inv);
+	seq_printf(s, "local_inv: %llu\n", st.local_inv);
 	seq_printf(s, "recycled: %llu\nreserved: %u\n", st.recycled,
 		   st.nr_reserved);
 	seq_printf(s, "cost: sqes %u cqes %u rqes %u\n", pool->cost.sqes,
@@ -444,6 +445,7 @@ void ib_slot_pool_get_stats(struct ib_slot_pool *pool,
 	stats->resumed = atomic64_read(&pool->resumed);
 	stats->misuse = atomic64_read(&pool->misuse);
 	stats->remote_inv = atomic64_read(&pool->remote_inv);
+	stats->bad_remote_inv = atomic64_read(&pool->bad_remote_inv);
 	stats->local_inv = atomic64_read(&pool->local_inv);
 	stats->recycled = atomic64_read(&pool->recycled);
 }

@@ -610,6 +610,7 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 	struct ib_slot_mr *peer_inv = NULL;
 	u32 i, n = 0, nr_inv = 0;
 	const struct ib_send_wr *bad;
+	int ret = 0;
 
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
@@ -653,6 +654,17 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 	*tail = NULL;
 	if (nr_inv && ib_slot_misuse(pool, slot->sq_used + n > slot->sq_max))
 		return -ENOSPC;
+	/*
+	 * The peer invalidated an rkey that is none of this slot's live
+	 * ones: one of another slot's, or one registered again since under
+	 * a new key.  That is the peer's protocol error, which only the ULP
+	 * can act on; the slot's own rkeys are still invalidated below, so
+	 * that the fence holds whatever the ULP does about it.
+	 */
+	if (remote && !peer_inv) {
+		atomic64_inc(&pool->bad_remote_inv);
+		ret = -EPROTO;
+	}
 
 	/*
 	 * Arm with a hold of our own, so that no completion runs @fenced
@@ -694,7 +706,7 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 		}
 	}
 	ib_slot_unbusy(slot);
-	return 0;
+	return ret;
 }
 
 /**
@@ -712,12 +724,21 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
  * rkey of the slot is live, also then.  @fenced may run before this
  * returns.  The caller puts the slot from @fenced, not before.
  *
+ * A remote invalidation of an rkey that is none of @slot's live ones is
+ * the peer's protocol error: it may have invalidated another slot's rkey.
+ * It is counted (bad_remote_inv), every live rkey of @slot is invalidated
+ * locally as if the peer had invalidated none, and -EPROTO tells the
+ * caller, which should reset the connection as for a QP error.  @fenced
+ * runs then as well, and may have run already.
+ *
  * Context: Any context.
  * Return: 0 once the fence is armed (@fenced will run, with
- * %IB_WC_WR_FLUSH_ERR if the QP refused the chain), -EINVAL if @slot is
- * not in use, -EBUSY if a fence is already armed or the slot is joined
- * (ib_slot_get_nr()), -ENOSPC if the slot's credits cannot hold the chain;
- * then @fenced is not called.
+ * %IB_WC_WR_FLUSH_ERR if the QP refused the chain), -EPROTO if the fence
+ * is armed too, but @wc names an rkey that is none of @slot's (@fenced
+ * will run as for 0); or, and then @fenced is not called, -EINVAL if
+ * @slot is not in use, -EBUSY if a fence is already armed or the slot is
+ * joined (ib_slot_get_nr()), -ENOSPC if the slot's credits cannot hold
+ * the chain.
  */
 int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 		  void (*fenced)(struct ib_slot *slot,
@@ -742,7 +763,8 @@ EXPORT_SYMBOL(ib_slot_fence);
  * calls ib_slot_fence() with a %NULL @wc.
  *
  * Context: Any context.
- * Return: as ib_slot_fence().
+ * Return: as ib_slot_fence(): 0 or -EPROTO (@inv_rkey is none of @slot's
+ * live rkeys) once the fence is armed, another -errno if it is not.
  */
 int ib_slot_fence_rkey(struct ib_slot *slot, u32 inv_rkey,
 		       void (*fenced)(struct ib_slot *slot,

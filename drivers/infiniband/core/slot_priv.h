@@ -117,6 +117,7 @@ struct ib_slot_pool {
 	atomic64_t		resumed;
 	atomic64_t		misuse;
 	atomic64_t		remote_inv;
+	atomic64_t		bad_remote_inv;
 	atomic64_t		local_inv;
 	atomic64_t		recycled;
 

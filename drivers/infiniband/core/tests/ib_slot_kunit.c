@@ -1845,6 +1845,7 @@ static void ib_slot_fence_remote(struct kunit *test)
 	test_stats(env->pool, &st);
 	KUNIT_EXPECT_EQ(test, st.remote_inv, 1);
 	KUNIT_EXPECT_EQ(test, st.local_inv, 0);
+	KUNIT_EXPECT_EQ(test, st.bad_remote_inv, 0);
 	ib_slot_put(slot);
 }
 
@@ -1868,9 +1869,7 @@ static void ib_slot_fence_local(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
 	rkey = ib_slot_rkey(slot, 0);
 
-	/* The reply arrives before the send completes; wrong rkey invalidated. */
-	recv.wc_flags = IB_WC_WITH_INVALIDATE;
-	recv.ex.invalidate_rkey = rkey + 1;
+	/* The reply arrives before the send completes. */
 	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, &recv, test_fenced), 0);
 	KUNIT_EXPECT_EQ(test, fqp->tail, 3);
 	KUNIT_EXPECT_EQ(test, fqp->ring[2].opcode, IB_WR_LOCAL_INV);
@@ -1889,6 +1888,72 @@ static void ib_slot_fence_local(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, st.local_inv, 1);
 	KUNIT_EXPECT_EQ(test, st.remote_inv, 0);
 	ib_slot_put(slot);
+}
+
+/*
+ * The peer invalidated an rkey that is none of the slot's: a protocol
+ * error, reported, and the fence is armed all the same with a LOCAL_INV
+ * of the slot's own rkey.  Also when the slot has no live rkey at all.
+ */
+static void ib_slot_fence_bogus_remote(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr send;
+	struct ib_wc recv = { };
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+	unsigned int posted;
+	u32 rkey;
+
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+	rkey = ib_slot_rkey(slot, 0);
+
+	recv.wc_flags = IB_WC_WITH_INVALIDATE;
+	recv.ex.invalidate_rkey = rkey + 1;
+	KUNIT_EXPECT_EQ(test, ib_slot_fence(slot, &recv, test_fenced), -EPROTO);
+	KUNIT_EXPECT_EQ(test, fqp->tail, 3);
+	KUNIT_EXPECT_EQ(test, fqp->ring[2].opcode, IB_WR_LOCAL_INV);
+	KUNIT_EXPECT_EQ(test, fqp->ring[2].inv_rkey, rkey);
+	KUNIT_EXPECT_TRUE(test, fqp->ring[2].signaled);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fence_status, IB_WC_SUCCESS);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.bad_remote_inv, 1);
+	KUNIT_EXPECT_EQ(test, st.remote_inv, 0);
+	KUNIT_EXPECT_EQ(test, st.local_inv, 1);
+	ib_slot_put(slot);
+
+	/* Nothing registered: nothing to post, fenced() runs at once. */
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	memset(&send, 0, sizeof(send));
+	send.opcode = IB_WR_SEND;
+	KUNIT_ASSERT_EQ(test, ib_slot_post(slot, &send), 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+	posted = env->fdev->posted;
+	KUNIT_EXPECT_EQ(test, ib_slot_fence_rkey(slot, rkey, test_fenced),
+			-EPROTO);
+	KUNIT_EXPECT_EQ(test, env->fdev->posted, posted);
+	/* The slot's private data outlives a get: its second fence. */
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 2);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.bad_remote_inv, 2);
+	KUNIT_EXPECT_EQ(test, st.remote_inv, 0);
+	ib_slot_put(slot);
+	expect_idle(test, env->pool);
 }
 
 /* Remote invalidation while the send is in flight: fenced waits for it. */
@@ -5369,6 +5434,7 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_credits_per_qp),
 	KUNIT_CASE(ib_slot_fence_remote),
 	KUNIT_CASE(ib_slot_fence_local),
+	KUNIT_CASE(ib_slot_fence_bogus_remote),
 	KUNIT_CASE(ib_slot_fence_waits_for_send),
 	KUNIT_CASE(ib_slot_fence_retires_post),
 	KUNIT_CASE(ib_slot_retired_post_fails),

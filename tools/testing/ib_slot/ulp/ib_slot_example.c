@@ -470,13 +470,24 @@ static void ex_client_finish(struct ib_slot *slot, const struct ib_wc *wc)
 {
 	struct ex_creq *req = ib_slot_priv(slot);
 	struct ex_conn *conn = req->conn;
+	int ret;
 
 	if (req->fencing || (!req->answered && !test_bit(EX_DEAD, &conn->flags)))
 		return;
 	req->fencing = true;
 	ex_inc(EX_C_FENCES);
-	if (!ib_slot_fence(slot, wc, ex_client_fenced))
+	ret = ib_slot_fence(slot, wc, ex_client_fenced);
+	if (!ret)
 		return;
+	/*
+	 * The server invalidated an rkey that is not this request's: a bug
+	 * of the server, counted.  The fence is armed all the same, and
+	 * ex_client_fenced() may have put the slot already.
+	 */
+	if (ret == -EPROTO) {
+		ex_inc(EX_C_BAD);
+		return;
+	}
 	/* Refused before the post: done() or the put below finishes it. */
 	if (req->sent)
 		ex_client_fenced(slot, IB_WC_GENERAL_ERR);
