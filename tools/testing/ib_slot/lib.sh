@@ -49,15 +49,18 @@ KMAKE=(flock "$LOCK" make -C "$SRC" O="$BUILD" ARCH=x86_64 CC="ccache gcc" -j"$J
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# The test guests see the host's / through 9p, except where they mount a
-# tmpfs of their own: a clone or a cache there would build for half an
-# hour and then fail every guest.  Refuse at once instead.
+# guest_visible [path...]: stop unless the test guests can see each path
+# (by default the clone and the build cache).  They see the host's /
+# through 9p, except where they mount a filesystem of their own: a clone
+# or cache there would build for half an hour and then fail every guest.
 guest_visible() {
 	local v
-	for v in "$TOP" "$CACHE"; do
+	[ $# -gt 0 ] || set -- "$TOP" "$CACHE"
+	for v in "$@"; do
+		[ -n "$v" ] || continue
 		v=$(readlink -m "$v")
-		case $v/ in /tmp/*|/run/*|/var/tmp/*|/dev/shm/*)
-			die "$v is hidden from the test guests (their /tmp, /run and /var/tmp are their own): clone (or set IB_SLOT_CACHE) elsewhere, e.g. under \$HOME" ;;
+		case $v/ in /tmp/*|/run/*|/var/tmp/*|/dev/*|/proc/*|/sys/*)
+			die "$v is hidden from the test guests (they mount their own /tmp, /run, /var/tmp, /dev, /proc and /sys): clone (or set IB_SLOT_CACHE) elsewhere, e.g. under \$HOME" ;;
 		esac
 	done
 }

@@ -996,10 +996,15 @@ svcrdma_pools() { slot_pools svcrdma; }
 
 # pools_sum <name> <field>: that field of the pools named <name>-<id>,
 # summed.
-pools_sum() {
-	local d n=0 v
-	for d in $(slot_pools "$1"); do
-		v=$(slot_stat "$d" "$2") && n=$((n + v))
+# shellcheck disable=SC2046 # one pool directory per word
+pools_sum() { stat_sum "$2" $(slot_pools "$1"); }
+
+# stat_sum <field> <pool dir>...: the sum of that stats field over the pools.
+stat_sum() {
+	local f=$1 d n=0 v
+	shift
+	for d in "$@"; do
+		v=$(slot_stat "$d" "$f") && n=$((n + v))
 	done
 	echo $n
 }

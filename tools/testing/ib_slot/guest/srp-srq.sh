@@ -38,8 +38,8 @@ log "$n failed WR(s), $r reconnect(s); RNR NAKs received by $IBDEV:" \
 [ "$r" = 0 ] || bad+=" $r-reconnects"
 [ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
 # The stock kernel has no ib_slot pools to check.
-[ -d "$SLOT_DEBUGFS" ] && srpt_pools_check
 if [ -d "$SLOT_DEBUGFS" ]; then
+	srpt_pools_check
 	srp_finish "$DISK"
 else
 	srp_scsi_errs_check "$DISK"

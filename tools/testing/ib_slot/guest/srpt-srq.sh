@@ -36,11 +36,8 @@ fio_start srq --name=srq --filename="$DISK" --direct=1 --ioengine=libaio \
 	--verify_fatal=1 --runtime=8 --time_based
 # The bound itself: once commands wait for slots, sampled from ib_srpt's
 # pool for 3 s, they never hold more than half of the SRQ.
-srpt_waiters() {
-	local d w=0
-	for d in $(srpt_pools); do w=$((w + $(slot_stat "$d" waiters))); done
-	echo $w
-}
+# shellcheck disable=SC2046 # one pool directory per word
+srpt_waiters() { stat_sum waiters $(srpt_pools); }
 # shellcheck disable=SC2317 # called through wait_for
 some_wait() { [ "$(srpt_waiters)" -ge 1 ]; }
 wait_for 30 some_wait || bad+=" no-command-waited"

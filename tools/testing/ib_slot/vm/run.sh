@@ -44,12 +44,7 @@ if [ -n "$script" ]; then
 	[ -f "$script" ] || die "no guest script $script"
 	script=$(readlink -f "$script")
 fi
-# The guest sees the host's / except where it mounts tmpfs of its own.
-for v in "$script" "$(readlink -f "$MOD")" "$(readlink -f "$TOOLS")"; do
-	case $v in /tmp/*|/run/*|/var/tmp/*|/dev/*|/proc/*|/sys/*)
-		die "$v is hidden in the guest (tmpfs there); use another directory" ;;
-	esac
-done
+guest_visible "$script" "$MOD" "$TOOLS"
 if [ -n "$outdir" ]; then
 	mkdir -p "$outdir" || die "cannot create $outdir"
 else
