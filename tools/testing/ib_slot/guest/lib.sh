@@ -831,28 +831,36 @@ srp_diag() {
 FIO_VERIFY=(--bs=4k --rw=randrw --direct=1 --ioengine=libaio --iodepth=16
 	--verify=crc32c --verify_fatal=1)
 
-# dd_verify <disk> <offset MiB> <MiB> [file]: fresh random data (kept in
+# dd_verify <disk> <offset MiB> <size> [file]: fresh random data (kept in
 # the file, default /tmp/dd.bin) written there with O_DIRECT, read back
 # and compared; logs the result.  Returns 1 on an error or a difference.
+# <size> is in MiB, or in KiB with a "k" (on a slow LUN, where each
+# command takes seconds); either goes in one write and one read, which the
+# block layer splits into commands that run side by side.
 dd_verify() {
-	local f=${4:-/tmp/dd.bin} t
+	local f=${4:-/tmp/dd.bin} t size
+	case $3 in
+	*k) size=$((${3%k} << 10)) ;;
+	*) size=$(($3 << 20)) ;;
+	esac
 	t=$(now)
-	dd if=/dev/urandom of="$f" bs=1M count="$3" status=none
-	if dd if="$f" of="$1" bs=1M seek="$2" oflag=direct status=none &&
-		dd_same "$1" "$2" "$f"; then
-		log "$1: $3 MiB at $2 MiB written, read back and verified in $(since "$t") s"
+	dd if=/dev/urandom of="$f" bs="$size" count=1 status=none
+	if dd if="$f" of="$1" bs="$size" seek=$(($2 << 20)) oflag=direct,seek_bytes \
+		status=none && dd_same "$1" "$2" "$f"; then
+		log "$1: $((size >> 10)) KiB at $2 MiB written, read back and verified in $(since "$t") s"
 		return 0
 	fi
-	log "$1: $3 MiB at $2 MiB: write, read or comparison FAILED"
+	log "$1: $((size >> 10)) KiB at $2 MiB: write, read or comparison FAILED"
 	return 1
 }
 
 # dd_same <disk> <offset MiB> <file>: the disk holds the file there (read
 # with O_DIRECT).
 dd_same() {
-	local n
-	n=$(( $(stat -c %s "$3") >> 20 ))
-	dd if="$1" of=/tmp/dd-back.bin bs=1M skip="$2" count="$n" iflag=direct status=none &&
+	local size
+	size=$(stat -c %s "$3")
+	dd if="$1" of=/tmp/dd-back.bin bs="$size" count=1 skip=$(($2 << 20)) \
+		iflag=direct,skip_bytes status=none &&
 		cmp -s "$3" /tmp/dd-back.bin
 }
 

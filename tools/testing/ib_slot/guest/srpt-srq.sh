@@ -27,7 +27,7 @@ srp_target_up use_srq=1
 [ -n "$(mount_of /sys/kernel/debug)" ] || mount -t debugfs debugfs /sys/kernel/debug
 srp_login ch_count=2
 bad=
-dd_verify "$DISK" 512 1 /tmp/before.bin || bad+=" data-before"
+dd_verify "$DISK" 512 256k /tmp/before.bin || bad+=" data-before"
 rc0=$(srp_reconnects)
 
 step "fio queue depth 32 on two channels; a LUN reset after 3 s"

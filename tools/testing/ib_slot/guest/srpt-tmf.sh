@@ -47,6 +47,9 @@ stale() {
 	END { print n + 0 }'
 }
 
+# shellcheck disable=SC2046,SC2317 # a pool per word; through wait_for
+srpt_idle() { [ "$(stat_sum in_use $(srpt_pools))" = 0 ]; }
+
 step "$SRP_TRANSPORT on $NETDEV"
 rdma_link_setup || fail "$SRP_TRANSPORT setup"
 
@@ -61,7 +64,7 @@ srp_login ch_count=1
 RPORT=$(srp_host_rport "$SRP_HOST") || fail "no remote port of $SRP_HOST"
 bad=
 # Before the short timeout: nothing waits long enough to be aborted yet.
-dd_verify "$DISK" 512 2 /tmp/before.bin || bad+=" data-before"
+dd_verify "$DISK" 512 256k /tmp/before.bin || bad+=" data-before"
 echo 4 > "/sys/block/${DISK#/dev/}/device/timeout" || fail "SCSI timeout 4 s"
 rc0=$(srp_reconnects)
 ab0=$(dmesg_count 'SRP abort called')
@@ -73,8 +76,11 @@ fio_run tmo --name=tmo --filename="$DISK" --direct=1 --ioengine=libaio --iodepth
 wait_for 60 srp_rport_running "$RPORT" || bad+=" rport-$(cat "$RPORT/state")"
 
 step "checks"
-# Whatever the target still held is answered by now.
-sleep 5
+# The scenario is over: the data check below must not time out and
+# abort as fio did.
+echo 30 > "/sys/block/${DISK#/dev/}/device/timeout" || fail "SCSI timeout 30 s"
+# Whatever the target still held is answered once it holds no slot.
+wait_for 30 srpt_idle || bad+=" target-busy"
 n=$(stale)
 a=$(($(dmesg_count 'SRP abort called') - ab0))
 r=$(($(srp_reconnects) - rc0))

@@ -63,6 +63,16 @@ append+=" root=/dev/root rootfstype=9p rootflags=trans=virtio,version=9p2000.L,c
 append+=" init=$init IB_SLOT_MODDIR=$moddir"
 [ -n "$script" ] && append+=" IB_SLOT_SCRIPT=$script"
 [ -n "$sargs" ] && append+=" IB_SLOT_ARGS=$sargs"
+# Under TCG the guest's TSC is the host's: give the guest its rate, which
+# it fails to calibrate when the host is loaded (vm/tsc-khz.c).  Under
+# -icount the TSC counts instructions, and calibrating it is exact.
+if [ "${QEMU_ICOUNT:-0}" != 1 ]; then
+	tsc=$CACHE/tsc-khz
+	if [ ! -x "$tsc" ] || [ "$TOOLS/vm/tsc-khz.c" -nt "$tsc" ]; then
+		gcc -O2 -o "$tsc" "$TOOLS/vm/tsc-khz.c" || die "cannot build $tsc"
+	fi
+	append+=" tsc_early_khz=$("$tsc")"
+fi
 [ ${#kargs[@]} -gt 0 ] && append+=" ${kargs[*]}"
 
 # shellcheck disable=SC2054 # commas inside QEMU option values
