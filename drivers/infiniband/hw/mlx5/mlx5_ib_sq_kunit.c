@@ -665,9 +665,8 @@ static void check_budget(struct kunit *test, const struct mlx5_ib_sq_caps *caps,
 		return;
 	}
 
-	/* What QP creation does, where its arithmetic is defined */
-	if (!attr->cap.max_send_wr ||
-	    attr->cap.max_send_wr > want.max_send_wr_limit + 1)
+	/* What QP creation does, which sizes no Send Queue for 0 WRs */
+	if (!attr->cap.max_send_wr)
 		return;
 	create = mlx5_ib_calc_sq_geom(caps, attr, &geom);
 	if (create != ret ||
@@ -697,7 +696,7 @@ static unsigned int sweep_budget(struct kunit *test,
 			struct ib_qp_init_attr attr =
 				test_attr(type, flags, 0, sge, test_inline[i]);
 			struct sq_model m;
-			u32 wrs[8];
+			u32 wrs[9];
 
 			model_sq(caps, &attr, &m);
 			wrs[0] = 0;
@@ -708,6 +707,9 @@ static unsigned int sweep_budget(struct kunit *test,
 			wrs[5] = m.limit ? m.limit : 2;
 			wrs[6] = m.limit + 1;
 			wrs[7] = U32_MAX;
+			/* The ring's size wraps to a block in 32 bits */
+			wrs[8] = m.wqe_size ?
+				 div_u64(1ULL << 32, m.wqe_size) + 1 : 4;
 			for (w = 0; w < ARRAY_SIZE(wrs); w++) {
 				attr.cap.max_send_wr = wrs[w];
 				check_budget(test, caps, &attr, bad);
