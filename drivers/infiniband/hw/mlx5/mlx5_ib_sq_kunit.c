@@ -59,7 +59,13 @@ enum {
 		   IB_QP_CREATE_IPOIB_UD_LSO |				\
 		   IB_QP_CREATE_PCI_WRITE_END_PADDING)
 
-/* Device generations: the ring and WQE limits differ */
+/*
+ * Rings and WQEs of different limits.  log_max_qp_sz 15 is what ConnectX
+ * devices report with max_qp_wr 32768, and the most mlx5_ib_get_sq_caps()
+ * passes on, since a QP context takes log_sq_size in 4 bits; the smaller
+ * rings and the WQE sizes are chosen to move the limits, not taken from a
+ * device.
+ */
 static const struct mlx5_ib_sq_caps test_caps[] = {
 	{ .log_max_qp_sz = 10, .max_wqe_sz_sq = 512, .max_wqe_sz_rq = 512,
 	  .xrc = true,
@@ -70,10 +76,10 @@ static const struct mlx5_ib_sq_caps test_caps[] = {
 	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 1024, .max_wqe_sz_rq = 512,
 	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
-	{ .log_max_qp_sz = 16, .max_wqe_sz_sq = 768, .max_wqe_sz_rq = 512,
+	{ .log_max_qp_sz = 15, .max_wqe_sz_sq = 768, .max_wqe_sz_rq = 512,
 	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
-	{ .log_max_qp_sz = 17, .max_wqe_sz_sq = 1024, .max_wqe_sz_rq = 512,
+	{ .log_max_qp_sz = 12, .max_wqe_sz_sq = 1024, .max_wqe_sz_rq = 512,
 	  .xrc = true,
 	  .create_flags = ALL_FLAGS },
 };
@@ -175,7 +181,7 @@ static void model_sq(const struct mlx5_ib_sq_caps *caps,
 {
 	const struct ib_qp_cap *cap = &attr->cap;
 	u32 ovh = model_overhead(attr);
-	u32 room, reg;
+	u32 room, reg, data;
 	u64 ring;
 
 	memset(m, 0, sizeof(*m));
@@ -200,6 +206,16 @@ static void model_sq(const struct mlx5_ib_sq_caps *caps,
 		return;
 	}
 
+	/* A WQE's ds count has 6 bits: a UD WR's data fills 1008 bytes */
+	data = m->wqe_size;
+	if (attr->qp_type == IB_QPT_UD)
+		data = min_t(u32, data, 63 * WQE_DS);
+	m->max_inline = data - ovh - SEG_INLINE;
+	if (m->max_inline < cap->max_inline_data) {
+		m->err = -EINVAL;
+		return;
+	}
+
 	/* SGEs of an RDMA WR (of a send on UC and UD) that fit the room */
 	switch (attr->qp_type) {
 	case IB_QPT_RC:
@@ -211,11 +227,10 @@ static void model_sq(const struct mlx5_ib_sq_caps *caps,
 		       SEG_XRC - SEG_RADDR;
 		break;
 	default:
-		room = m->wqe_size - ovh;
+		room = data - ovh;
 		break;
 	}
 	m->max_gs = room / SEG_DATA;
-	m->max_inline = m->wqe_size - ovh - SEG_INLINE;
 	if (m->max_gs < cap->max_send_sge) {
 		m->err = -ENOMEM;
 		return;
@@ -286,15 +301,15 @@ static bool model_opcode_ok(const struct ib_qp_init_attr *attr,
 			    enum ib_wr_opcode op)
 {
 	const u64 sends = BIT_ULL(IB_WR_SEND) | BIT_ULL(IB_WR_SEND_WITH_IMM);
-	const u64 uc = sends | BIT_ULL(IB_WR_SEND_WITH_INV) |
-		       BIT_ULL(IB_WR_RDMA_WRITE) |
+	const u64 uc = sends | BIT_ULL(IB_WR_RDMA_WRITE) |
 		       BIT_ULL(IB_WR_RDMA_WRITE_WITH_IMM);
 	u64 ops;
 
 	switch (attr->qp_type) {
 	case IB_QPT_RC:
 	case IB_QPT_XRC_INI:
-		ops = uc | BIT_ULL(IB_WR_RDMA_READ) | BIT_ULL(IB_WR_LOCAL_INV) |
+		ops = uc | BIT_ULL(IB_WR_SEND_WITH_INV) |
+		      BIT_ULL(IB_WR_RDMA_READ) | BIT_ULL(IB_WR_LOCAL_INV) |
 		      BIT_ULL(IB_WR_REG_MR);
 		if (attr->create_flags & IB_QP_CREATE_INTEGRITY_EN)
 			ops |= BIT_ULL(IB_WR_REG_MR_INTEGRITY);
@@ -501,8 +516,11 @@ static const struct geom_vector geom_vectors[] = {
 	  0, 192, 256, 85, 10, 56, 341 },
 	{ "RC small ring 19 SGEs", 10, 512, IB_QPT_RC, 0, 300, 19, 0,
 	  -ENOMEM, 448, 0, 0, 26, 312, 146 },
-	{ "RC large ring 16 SGEs", 17, 1024, IB_QPT_RC, 0, 4000, 16, 0,
-	  0, 448, 32768, 4681, 26, 312, 18724 },
+	{ "RC 4000 WRs 16 SGEs", 15, 1024, IB_QPT_RC, 0, 4000, 16, 0,
+	  0, 448, 32768, 4681, 26, 312, 4681 },
+	/* 192 * 0x5555556 wraps to 64 in 32 bits: a ring of one block */
+	{ "RC 2^32 bytes and one block", 15, 1024, IB_QPT_RC, 0, 0x5555556, 1,
+	  0, -ENOMEM, 192, 0, 0, 10, 56, 10922 },
 	{ "XRC_INI 128 WRs 2 SGEs", 15, 1024, IB_QPT_XRC_INI, 0, 128, 2, 0,
 	  0, 256, 512, 128, 13, 104, 8192 },
 	{ "XRC_INI 128 WRs 3 SGEs", 15, 1024, IB_QPT_XRC_INI, 0, 128, 3, 0,
@@ -514,6 +532,13 @@ static const struct geom_vector geom_vectors[] = {
 	  0, 192, 512, 170, 4, 60, 10922 },
 	{ "UD 128 WRs 1 SGE", 15, 1024, IB_QPT_UD, 0, 128, 1, 0,
 	  0, 128, 256, 128, 4, 60, 16384 },
+	/* A WQE's ds count has 6 bits: a UD WR's data fills 1008 bytes */
+	{ "UD 1 SGE 940 inline", 15, 1024, IB_QPT_UD, 0, 128, 1, 940,
+	  0, 1024, 2048, 128, 59, 940, 2048 },
+	{ "UD 1 SGE 956 inline", 15, 1024, IB_QPT_UD, 0, 128, 1, 956,
+	  -EINVAL, 1024, 0, 0, 0, 940, 0 },
+	{ "UD 60 SGEs", 15, 1024, IB_QPT_UD, 0, 128, 60, 0,
+	  -ENOMEM, 1024, 0, 0, 59, 940, 0 },
 	{ "UD LSO 128 WRs 1 SGE", 15, 1024, IB_QPT_UD,
 	  IB_QP_CREATE_IPOIB_UD_LSO, 128, 1, 0,
 	  0, 128, 256, 128, 2, 28, 16384 },
@@ -640,9 +665,8 @@ static void check_budget(struct kunit *test, const struct mlx5_ib_sq_caps *caps,
 		return;
 	}
 
-	/* What QP creation does, where its arithmetic is defined */
-	if (!attr->cap.max_send_wr ||
-	    attr->cap.max_send_wr > want.max_send_wr_limit + 1)
+	/* What QP creation does, which sizes no Send Queue for 0 WRs */
+	if (!attr->cap.max_send_wr)
 		return;
 	create = mlx5_ib_calc_sq_geom(caps, attr, &geom);
 	if (create != ret ||
@@ -672,7 +696,7 @@ static unsigned int sweep_budget(struct kunit *test,
 			struct ib_qp_init_attr attr =
 				test_attr(type, flags, 0, sge, test_inline[i]);
 			struct sq_model m;
-			u32 wrs[8];
+			u32 wrs[9];
 
 			model_sq(caps, &attr, &m);
 			wrs[0] = 0;
@@ -683,6 +707,9 @@ static unsigned int sweep_budget(struct kunit *test,
 			wrs[5] = m.limit ? m.limit : 2;
 			wrs[6] = m.limit + 1;
 			wrs[7] = U32_MAX;
+			/* The ring's size wraps to a block in 32 bits */
+			wrs[8] = m.wqe_size ?
+				 div_u64(1ULL << 32, m.wqe_size) + 1 : 4;
 			for (w = 0; w < ARRAY_SIZE(wrs); w++) {
 				attr.cap.max_send_wr = wrs[w];
 				check_budget(test, caps, &attr, bad);
@@ -1269,8 +1296,10 @@ static void mlx5_ib_test_cost_errors(struct kunit *test)
 					      &cost), 0);
 	KUNIT_EXPECT_EQ(test, cost.sq_units, 1);
 
-	/* REG_MR and LOCAL_INV are RC and XRC only; UD only sends */
+	/* REG_MR, LOCAL_INV and SEND_WITH_INV are RC and XRC only */
 	attr = test_attr(IB_QPT_UC, 0, 128, 4, 0);
+	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_SEND_WITH_INV,
+					      1, &cost), -EOPNOTSUPP);
 	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_REG_MR, 0,
 					      &cost), -EOPNOTSUPP);
 	KUNIT_EXPECT_EQ(test, mlx5_ib_wr_cost(caps, &attr, IB_WR_RDMA_READ, 1,
@@ -1361,6 +1390,9 @@ static const struct drive_vector drive_vectors[] = {
 	{ "UC 4 SGEs 128 inline", IB_QPT_UC, 0, 4, 128, IB_SIGNAL_REQ_WR },
 	{ "UD 1 SGE", IB_QPT_UD, 0, 1, 0, IB_SIGNAL_REQ_WR },
 	{ "UD 8 SGEs 200 inline", IB_QPT_UD, 0, 8, 200, IB_SIGNAL_ALL_WR },
+	/* WQEs of 1024 bytes, whose data fills 1008 */
+	{ "UD 1 SGE 940 inline", IB_QPT_UD, 0, 1, 940, IB_SIGNAL_REQ_WR },
+	{ "UD 59 SGEs", IB_QPT_UD, 0, 59, 0, IB_SIGNAL_REQ_WR },
 	{ "UD LSO 3 SGEs", IB_QPT_UD, IB_QP_CREATE_IPOIB_UD_LSO, 3, 0,
 	  IB_SIGNAL_REQ_WR },
 };
@@ -1747,6 +1779,13 @@ static void drive_data(struct kunit *test, struct drive_qp *d,
 		/* The driver refuses it as well, with a warning: once */
 		if (num_sge != 1)
 			return;
+		/*
+		 * But for SEND_WITH_INV on UC, which IBA does not define and
+		 * the driver has always posted
+		 */
+		if (op == IB_WR_SEND_WITH_INV &&
+		    d->attr.qp_type == IB_QPT_UC)
+			return;
 		err = drive_refused(test, d, op, num_sge);
 		if (rc && drive_is_atomic(op))
 			KUNIT_EXPECT_EQ(test, err, -EOPNOTSUPP);
@@ -1920,6 +1959,93 @@ static void mlx5_ib_test_drive_known(struct kunit *test)
 				    d->name, known[i].op);
 		KUNIT_EXPECT_EQ(test, layout.bbs, known[i].bbs);
 		KUNIT_EXPECT_EQ(test, cost.sq_units, 1);
+	}
+}
+
+/*
+ * A QP context takes log_sq_size in 4 bits: on a device that reports a
+ * larger log_max_qp_sz the budget, as QP creation, stops at 2^15 blocks.
+ */
+static void mlx5_ib_test_drive_log_sq_size(struct kunit *test)
+{
+	static const struct drive_vector rc = {
+		"RC 1 SGE", IB_QPT_RC, 0, 1, 0, IB_SIGNAL_REQ_WR,
+	};
+	struct drive_qp *d = drive_qp_create(test, &rc);
+	void *hca = d->dev->mdev->caps.hca[MLX5_CAP_GENERAL]->cur;
+	struct ib_qp_init_attr attr = d->attr;
+	struct ib_qp_budget budget;
+	u32 log;
+
+	attr.cap.max_recv_wr = 0;
+	attr.cap.max_recv_sge = 0;
+	for (log = 14; log <= 17; log++) {
+		MLX5_SET(cmd_hca_cap, hca, log_max_qp_sz, log);
+		KUNIT_ASSERT_EQ(test, mlx5_ib_query_qp_budget(&d->dev->ib_dev,
+							      &attr, &budget),
+				0);
+		KUNIT_EXPECT_EQ_MSG(test, budget.max_send_wr_limit,
+				    (MLX5_SEND_WQE_BB << min(log, 15U)) /
+				    d->geom.wqe_size,
+				    "log_max_qp_sz %u", log);
+	}
+}
+
+static void drive_flag_caps(void *hca, bool on)
+{
+	MLX5_SET(cmd_hca_cap, hca, sho, on);
+	MLX5_SET(cmd_hca_cap, hca, block_lb_mc, on);
+	MLX5_SET(cmd_hca_cap, hca, cd, on);
+	MLX5_SET(cmd_hca_cap, hca, ipoib_basic_offloads, on);
+	MLX5_SET(cmd_hca_cap, hca, end_pad, on);
+}
+
+/*
+ * The budget takes a create flag as process_create_flags() does, by the
+ * device cap they both read through mlx5_ib_create_flags_caps(): with
+ * the cap, and on a QP type that takes it.
+ */
+static void mlx5_ib_test_drive_create_flags(struct kunit *test)
+{
+	static const struct drive_vector rc = {
+		"RC 1 SGE", IB_QPT_RC, 0, 1, 0, IB_SIGNAL_REQ_WR,
+	};
+	static const struct {
+		u32 flag;
+		enum ib_qp_type type;
+		bool ok;
+	} flags[] = {
+		{ IB_QP_CREATE_INTEGRITY_EN, IB_QPT_RC, true },
+		{ IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK, IB_QPT_UD, true },
+		{ IB_QP_CREATE_CROSS_CHANNEL, IB_QPT_RC, true },
+		{ IB_QP_CREATE_MANAGED_SEND, IB_QPT_RC, true },
+		{ IB_QP_CREATE_MANAGED_RECV, IB_QPT_RC, true },
+		{ IB_QP_CREATE_IPOIB_UD_LSO, IB_QPT_UD, true },
+		{ IB_QP_CREATE_IPOIB_UD_LSO, IB_QPT_RC, false },
+		{ IB_QP_CREATE_PCI_WRITE_END_PADDING, IB_QPT_UC, true },
+	};
+	struct drive_qp *d = drive_qp_create(test, &rc);
+	void *hca = d->dev->mdev->caps.hca[MLX5_CAP_GENERAL]->cur;
+	struct ib_qp_budget budget;
+	unsigned int i, on;
+
+	for (on = 0; on < 2; on++) {
+		drive_flag_caps(hca, on);
+		for (i = 0; i < ARRAY_SIZE(flags); i++) {
+			struct ib_qp_init_attr attr = d->attr;
+			int err;
+
+			attr.qp_type = flags[i].type;
+			attr.create_flags = flags[i].flag;
+			attr.cap.max_recv_wr = 0;
+			attr.cap.max_recv_sge = 0;
+			err = mlx5_ib_query_qp_budget(&d->dev->ib_dev, &attr,
+						      &budget);
+			KUNIT_EXPECT_EQ_MSG(test, err,
+					    on && flags[i].ok ? 0 : -EOPNOTSUPP,
+					    "flag 0x%x type %d cap %u",
+					    flags[i].flag, flags[i].type, on);
+		}
 	}
 }
 
@@ -2557,6 +2683,8 @@ static struct kunit_case mlx5_ib_wr_drive_cases[] = {
 			      { .speed = KUNIT_SPEED_SLOW }),
 	KUNIT_CASE(mlx5_ib_test_drive_flush_after_fatal_error),
 	KUNIT_CASE(mlx5_ib_test_drive_known),
+	KUNIT_CASE(mlx5_ib_test_drive_log_sq_size),
+	KUNIT_CASE(mlx5_ib_test_drive_create_flags),
 	KUNIT_CASE_PARAM(mlx5_ib_test_drive_fragment_edge,
 			 drive_edge_vectors_gen_params),
 	KUNIT_CASE_PARAM(mlx5_ib_test_drive, drive_vectors_gen_params),

@@ -21,7 +21,8 @@
 #include <rdma/ib_slot.h>
 #include <rdma/rw.h>
 
-#include "rxe_net.h"
+#include "rxe.h"
+#include "rxe_queue.h"
 
 MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
 
@@ -1404,9 +1405,68 @@ static void rsk_wr_cost_as_post(struct kunit *test)
 					     &cost), 0);
 }
 
+/*
+ * The requester of a user QP takes each WQE's opcode from a ring the user
+ * writes, and must not look up an opcode past rxe_wr_opcode_info[].  A
+ * kernel QP's ring stands in for it: a SEND is posted while the QP is in
+ * SQD, its opcode overwritten in the ring as a user could, and the QP
+ * moved back to RTS; a second WR makes the requester run.  Both WRs must
+ * complete in error.
+ */
+static void rsk_bad_opcode_in_ring(struct kunit *test)
+{
+	/* Allocated first, so that they outlive the QPs they complete on */
+	struct rsk_counter *bad = kunit_kzalloc(test, sizeof(*bad),
+						GFP_KERNEL);
+	struct rsk_counter *next = kunit_kzalloc(test, sizeof(*next),
+						 GFP_KERNEL);
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+	struct rxe_send_wqe *wqe;
+	struct rxe_queue *q;
+	struct rsk_ctx *ctx;
+	struct rsk_end *a, *b;
+	unsigned long end;
+	u32 index;
+
+	KUNIT_ASSERT_TRUE(test, bad && next);
+	rsk_counter_init(bad);
+	rsk_counter_init(next);
+	ctx = rsk_ctx_new(test);
+	a = rsk_end(ctx, NULL, 4, IB_POLL_DIRECT);
+	b = rsk_end(ctx, NULL, 1, IB_POLL_DIRECT);
+	rsk_connect(test, a, b);
+	rsk_set_state(test, a, IB_QPS_SQD);
+
+	wr.wr_cqe = &bad->cqe;
+	KUNIT_ASSERT_EQ(test, 0, ib_post_send(a->qp, &wr, NULL));
+	q = to_rqp(a->qp)->sq.queue;
+	index = queue_get_producer(q, QUEUE_TYPE_FROM_ULP) - 1;
+	wqe = queue_addr_from_index(q, index);
+	/* Ten gigabytes past the table */
+	WRITE_ONCE(wqe->wr.opcode, 0x10000000);
+
+	/* rxe refuses RTS until its requester has seen the drain done */
+	end = jiffies + RSK_TIMEOUT;
+	while (READ_ONCE(to_rqp(a->qp)->attr.sq_draining) &&
+	       time_before(jiffies, end))
+		usleep_range(200, 400);
+	rsk_set_state(test, a, IB_QPS_RTS);
+	wr.wr_cqe = &next->cqe;
+	KUNIT_ASSERT_EQ(test, 0, ib_post_send(a->qp, &wr, NULL));
+	KUNIT_ASSERT_TRUE(test, rsk_wait(ctx, &next->n, 1));
+	/* Local QP operation error, or flushed once the QP is in error */
+	KUNIT_EXPECT_EQ(test, atomic_read(&bad->n), 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&bad->errors), 1);
+	KUNIT_EXPECT_EQ(test, atomic_read(&next->errors), 1);
+}
+
 static struct kunit_case rsk_cases[] = {
 	KUNIT_CASE(rsk_budget_matches_create),
 	KUNIT_CASE(rsk_wr_cost_as_post),
+	KUNIT_CASE(rsk_bad_opcode_in_ring),
 	KUNIT_CASE(rsk_sq_full_at_budget),
 	KUNIT_CASE(rsk_slot_flush),
 	KUNIT_CASE(rsk_slot_drain_full),
