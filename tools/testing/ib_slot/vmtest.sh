@@ -12,7 +12,8 @@
 #   first get a "build/ulp" step that builds the example ULP they load.
 # env: LOGDIR     where <name>.log (console) and <name>.out/ (the guest's
 #                 /run/out) go; default: a new directory under ${TMPDIR:-/tmp}
-#      VM_TIMEOUT per-test limit in seconds (default 300)
+#      VM_TIMEOUT per-test limit in seconds (default 300; 900 for DEBUG=1,
+#                 whose KASAN guests run about three times slower)
 #      VM_ARGS    more kernel arguments for every VM, space separated
 #                 (e.g. IB_SLOT_ALLOW_SPLAT=1)
 #      JOBS       VMs run side by side (default: the host's CPUs); the
@@ -67,13 +68,14 @@ for n in "${names[@]}"; do
 	verdict $? build/ulp "$(since "$t0") s"
 	break
 done
+vm_timeout=${VM_TIMEOUT:-$([ "$FLAVOUR" = debug ] && echo 900 || echo 300)}
 # run_one <name>: one test in a fresh VM; leaves "<status> <seconds>" in
 # <name>.rc for the loop below.
 run_one() {
 	local n=$1 t0 rc
 	t0=$(now)
 	rm -rf "$LOGDIR/$n.out"
-	"$TOOLS/vm/run.sh" -t "${VM_TIMEOUT:-300}" -o "$LOGDIR/$n.out" ${kargs[@]+"${kargs[@]}"} \
+	"$TOOLS/vm/run.sh" -t "$vm_timeout" -o "$LOGDIR/$n.out" ${kargs[@]+"${kargs[@]}"} \
 		"$GUEST/$n.sh" > "$LOGDIR/$n.log" 2>&1 < /dev/null
 	rc=$?
 	[ $rc = 0 ] && tr -d '\r' < "$LOGDIR/$n.log" | grep -q -x "RESULT $n PASS"
