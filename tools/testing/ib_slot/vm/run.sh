@@ -64,14 +64,16 @@ append+=" init=$init IB_SLOT_MODDIR=$moddir"
 [ -n "$script" ] && append+=" IB_SLOT_SCRIPT=$script"
 [ -n "$sargs" ] && append+=" IB_SLOT_ARGS=$sargs"
 # Under TCG the guest's TSC is the host's: give the guest its rate, which
-# it fails to calibrate when the host is loaded (vm/tsc-khz.c).  Under
+# it fails to calibrate when the host is loaded (vm/tsc-khz.c), and keep
+# the clocksource watchdog from judging it by jiffies, which lose ticks
+# then (the guest has no HPET or ACPI PM timer to judge it by).  Under
 # -icount the TSC counts instructions, and calibrating it is exact.
 if [ "${QEMU_ICOUNT:-0}" != 1 ]; then
 	tsc=$CACHE/tsc-khz
 	if [ ! -x "$tsc" ] || [ "$TOOLS/vm/tsc-khz.c" -nt "$tsc" ]; then
 		gcc -O2 -o "$tsc" "$TOOLS/vm/tsc-khz.c" || die "cannot build $tsc"
 	fi
-	append+=" tsc_early_khz=$("$tsc")"
+	append+=" tsc_early_khz=$("$tsc") tsc=reliable"
 fi
 [ ${#kargs[@]} -gt 0 ] && append+=" ${kargs[*]}"
 

@@ -5,7 +5,7 @@
  * calibrates it against the emulated PIT while the host is loaded can
  * fail, mark the TSC unstable and keep time with jiffies, which lose
  * ticks: its timeouts then stretch.  run.sh hands the rate to the guest
- * (tsc_early_khz=) instead.
+ * (tsc_early_khz=) instead, and has it trust the TSC (tsc=reliable).
  */
 #include <stdio.h>
 #include <time.h>
