@@ -71,7 +71,10 @@ append+=" init=$init IB_SLOT_MODDIR=$moddir"
 if [ "${QEMU_ICOUNT:-0}" != 1 ]; then
 	tsc=$CACHE/tsc-khz
 	if [ ! -x "$tsc" ] || [ "$TOOLS/vm/tsc-khz.c" -nt "$tsc" ]; then
-		gcc -O2 -o "$tsc" "$TOOLS/vm/tsc-khz.c" || die "cannot build $tsc"
+		# VMs start side by side: each builds its own and renames it.
+		if ! gcc -O2 -o "$tsc.$$" "$TOOLS/vm/tsc-khz.c" || ! mv -f "$tsc.$$" "$tsc"; then
+			die "cannot build $tsc"
+		fi
 	fi
 	append+=" tsc_early_khz=$("$tsc") tsc=reliable"
 fi
