@@ -44,9 +44,15 @@ timed() {
 	return $rc
 }
 
-# wait_for <seconds> <command...>: poll (every 0.2 s) until the command succeeds.
+# A KASAN kernel (make check DEBUG=1) runs about three times slower than
+# the default one: what a test waits for gets three times the time.
+WAIT_SCALE=1
+zgrep -qx 'CONFIG_KASAN=y' /proc/config.gz 2>/dev/null && WAIT_SCALE=3
+
+# wait_for <seconds> <command...>: poll (every 0.2 s) until the command
+# succeeds, for up to <seconds> (times WAIT_SCALE).
 wait_for() {
-	local end=$((EPOCHSECONDS + $1))
+	local end=$((EPOCHSECONDS + $1 * WAIT_SCALE))
 	shift
 	until "$@"; do
 		[ "$EPOCHSECONDS" -lt $end ] || return 1
