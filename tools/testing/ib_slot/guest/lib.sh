@@ -626,13 +626,8 @@ srpt_pools() {
 
 # srpt_pools_sum <field> [tmr]: that field of ib_srpt's command (or task
 # management) pools, summed over the devices.
-srpt_pools_sum() {
-	local d n=0 v
-	for d in $(srpt_pools "${2:-}"); do
-		v=$(slot_stat "$d" "$1") && n=$((n + v))
-	done
-	echo $n
-}
+# shellcheck disable=SC2046 # one pool directory per word
+srpt_pools_sum() { stat_sum "$1" $(srpt_pools "${2:-}"); }
 
 # shellcheck disable=SC2317 # called through wait_for
 srpt_pools_idle() {

@@ -36,15 +36,13 @@ fio_start srq --name=srq --filename="$DISK" --direct=1 --ioengine=libaio \
 	--verify_fatal=1 --runtime=8 --time_based
 # The bound itself: once commands wait for slots, sampled from ib_srpt's
 # pool for 3 s, they never hold more than half of the SRQ.
-# shellcheck disable=SC2046 # one pool directory per word
-srpt_waiters() { stat_sum waiters $(srpt_pools); }
 # shellcheck disable=SC2317 # called through wait_for
-some_wait() { [ "$(srpt_waiters)" -ge 1 ]; }
+some_wait() { [ "$(srpt_pools_sum waiters)" -ge 1 ]; }
 wait_for 30 some_wait || bad+=" no-command-waited"
 max=0
 for _ in $(seq 15); do
 	sleep 0.2
-	w=$(srpt_waiters)
+	w=$(srpt_pools_sum waiters)
 	[ "$w" -le "$max" ] || max=$w
 done
 log "at most $max commands waited for slots (SRQ of 16 buffers)"

@@ -47,8 +47,8 @@ stale() {
 	END { print n + 0 }'
 }
 
-# shellcheck disable=SC2046,SC2317 # a pool per word; through wait_for
-srpt_idle() { [ "$(stat_sum in_use $(srpt_pools))" = 0 ]; }
+# shellcheck disable=SC2317 # called through wait_for
+srpt_idle() { [ "$(srpt_pools_sum in_use)" = 0 ]; }
 
 step "$SRP_TRANSPORT on $NETDEV"
 rdma_link_setup || fail "$SRP_TRANSPORT setup"
