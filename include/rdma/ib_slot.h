@@ -118,7 +118,6 @@ struct ib_slot_cost {
  *	instead of an allocator (%IB_SLOT_NO_EXHAUST only)
  * @nr_reserved: slots of an indexed pool beyond @nr_slots, for messages
  *	that have no tag of the ULP, taken with ib_slot_get_reserved()
- * @fair_share: most slots one QP may hold at once (0: no limit)
  * @priv_size: bytes of ULP context per slot, see ib_slot_priv()
  * @name: name in debugfs and in messages
  * @resume_in_work: run every waiter's resume from a work item, also those
@@ -133,7 +132,6 @@ struct ib_slot_pool_attr {
 	enum ib_slot_policy	policy;
 	bool			indexed;
 	u32			nr_reserved;
-	u32			fair_share;
 	size_t			priv_size;
 	const char		*name;
 	bool			resume_in_work;
@@ -264,6 +262,9 @@ struct ib_slot_waiter {
  *	none of the slot's live ones (a protocol error of the peer)
  * @local_inv: LOCAL_INV WRs posted
  * @recycled: MRs replaced because a fence's LOCAL_INV failed or was flushed
+ * @retired: slots now without one of their MRs: it was deregistered after
+ *	such a fence and its replacement is still to come, or failed; their
+ *	maps fail with -ENOMEM
  */
 struct ib_slot_pool_stats {
 	u32	nr_slots;
@@ -279,6 +280,7 @@ struct ib_slot_pool_stats {
 	u64	bad_remote_inv;
 	u64	local_inv;
 	u64	recycled;
+	u32	retired;
 };
 
 int ib_slot_profile_cost(struct ib_device *dev,
@@ -302,6 +304,7 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 void ib_slot_qp_close(struct ib_slot_qp *sqp);
 void ib_slot_qp_quiesce(struct ib_slot_qp *sqp);
 void ib_slot_qp_detach(struct ib_slot_qp *sqp);
+void ib_slot_qp_drained(struct ib_slot_qp *sqp);
 u32 ib_slot_qp_credits(const struct ib_slot_qp *sqp);
 bool ib_slot_qp_has_waiters(const struct ib_slot_qp *sqp);
 
@@ -364,9 +367,34 @@ static inline u32 ib_slot_room(const struct ib_slot *slot)
 	return slot->sq_max - slot->sq_used;
 }
 
+/**
+ * ib_slot_mr - an MR of a slot, as mapped by ib_slot_map_mr()
+ * @slot: a slot in use
+ * @idx: the MR's index, as given to ib_slot_map_mr()
+ *
+ * A fence that fails deregisters the slot's live MRs and the slot gets new
+ * ones later: use the pointer only between a successful map and the put.
+ *
+ * Context: Any context.
+ * Return: the MR.
+ */
+static inline struct ib_mr *ib_slot_mr(const struct ib_slot *slot,
+				       unsigned int idx)
+{
+	return slot->mrs[idx].mr;
+}
+
+/**
+ * ib_slot_rkey - the rkey an MR of a slot was mapped under
+ * @slot: a slot in use
+ * @idx: the MR's index, as given to ib_slot_map_mr()
+ *
+ * Context: Any context.
+ * Return: the rkey the next post registers, and the peer is given.
+ */
 static inline u32 ib_slot_rkey(const struct ib_slot *slot, unsigned int idx)
 {
-	return slot->mrs[idx].mr->rkey;
+	return ib_slot_mr(slot, idx)->rkey;
 }
 
 #endif /* _RDMA_IB_SLOT_H */

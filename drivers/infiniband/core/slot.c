@@ -23,6 +23,7 @@
  * Debugfs never dereferences a QP: it prints the number copied at attach,
  * and the qp_error knob holds qps_mutex, which detach takes too.
  */
+#include <kunit/visibility.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/module.h>
@@ -54,9 +55,15 @@ bool ib_slot_mr_pi(const struct ib_slot_pool *pool, unsigned int i)
 	return pool->profile.integrity && i < pool->profile.nr_rkey_mrs;
 }
 
+/* ib_slot/fail_mr/: a device that can no longer create MRs, for tests. */
+static DECLARE_FAULT_ATTR(ib_slot_fail_mr);
+
 struct ib_mr *ib_slot_new_mr(struct ib_slot_pool *pool, bool pi)
 {
 	u32 pages = pool->profile.max_pages_per_mr;
+
+	if (should_fail(&ib_slot_fail_mr, 1))
+		return ERR_PTR(-ENOMEM);
 
 	if (pi)
 		return ib_alloc_mr_integrity(pool->pd, pages, pages);
@@ -112,8 +119,8 @@ static int ib_slot_pool_show(struct seq_file *s, void *unused)
 	seq_printf(s, "misuse: %llu\nremote_inv: %llu\nbad_remote_inv: %llu\n",
 		   st.misuse, st.remote_inv, st.bad_remote_inv);
 	seq_printf(s, "local_inv: %llu\n", st.local_inv);
-	seq_printf(s, "recycled: %llu\nreserved: %u\n", st.recycled,
-		   st.nr_reserved);
+	seq_printf(s, "recycled: %llu\nretired: %u\nreserved: %u\n",
+		   st.recycled, st.retired, st.nr_reserved);
 	seq_printf(s, "cost: sqes %u cqes %u rqes %u\n", pool->cost.sqes,
 		   pool->cost.cqes, pool->cost.rqes);
 	spin_lock_bh(&pool->lock);
@@ -165,14 +172,18 @@ static const struct file_operations ib_slot_qp_error_fops = {
 };
 
 /*
- * ib_slot/<pool>/: stats, qp_error, and with CONFIG_FAULT_INJECTION_DEBUG_FS
- * fail_get/, which makes gets fail as if the pool were exhausted.
+ * ib_slot/<pool>/: stats, and with CONFIG_FAULT_INJECTION_DEBUG_FS the
+ * fault knobs: qp_error, which moves a QP to the error state, and
+ * fail_get/, which makes gets fail as if the pool were exhausted.  A
+ * production kernel cannot fault a QP from debugfs.
  */
 static void ib_slot_debugfs_add(struct ib_slot_pool *pool)
 {
 	pool->debugfs = debugfs_create_dir(pool->name, ib_slot_debugfs_root);
 	debugfs_create_file("stats", 0400, pool->debugfs, pool,
 			    &ib_slot_pool_fops);
+	if (!IS_ENABLED(CONFIG_FAULT_INJECTION_DEBUG_FS))
+		return;
 	debugfs_create_file("qp_error", 0200, pool->debugfs, pool,
 			    &ib_slot_qp_error_fops);
 	fault_create_debugfs_attr("fail_get", pool->debugfs, &pool->fail_get);
@@ -253,7 +264,6 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 			 RDMA_TRANSPORT_IWARP;
 	pool->nr_tags = attr->nr_slots;
 	pool->nr_slots = attr->nr_slots + attr->nr_reserved;
-	pool->fair_share = attr->fair_share ?: pool->nr_slots;
 	pool->done = attr->done;
 	pool->fail_get = ib_slot_fail_get_off;
 	pool->slot_size = ALIGN(sizeof(struct ib_slot), SMP_CACHE_BYTES) +
@@ -268,7 +278,8 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	INIT_LIST_HEAD(&pool->qps);
 	INIT_WORK(&pool->resume_work, ib_slot_resume_work);
 	init_llist_head(&pool->recycle);
-	INIT_DELAYED_WORK(&pool->recycle_work, ib_slot_recycle_work);
+	INIT_WORK(&pool->recycle_work, ib_slot_recycle_work);
+	INIT_DELAYED_WORK(&pool->replace_work, ib_slot_replace_work);
 	init_llist_head(&pool->partial);
 	INIT_WORK(&pool->partial_work, ib_slot_partial_work);
 	pool->id = ida_alloc(&ib_slot_ida, GFP_KERNEL);
@@ -410,7 +421,9 @@ void ib_slot_pool_destroy(struct ib_slot_pool *pool)
 		}
 	}
 	/* Fences recycle before fenced() and the put: nothing is queued. */
-	cancel_delayed_work_sync(&pool->recycle_work);
+	cancel_work_sync(&pool->recycle_work);
+	/* Dying: a retired slot keeps no MR, which the free below skips. */
+	cancel_delayed_work_sync(&pool->replace_work);
 	cancel_work_sync(&pool->resume_work);
 	/* A partial post is retired by its work: its slot came back after. */
 	flush_work(&pool->partial_work);
@@ -448,8 +461,9 @@ void ib_slot_pool_get_stats(struct ib_slot_pool *pool,
 	stats->bad_remote_inv = atomic64_read(&pool->bad_remote_inv);
 	stats->local_inv = atomic64_read(&pool->local_inv);
 	stats->recycled = atomic64_read(&pool->recycled);
+	stats->retired = atomic_read(&pool->nr_retired);
 }
-EXPORT_SYMBOL(ib_slot_pool_get_stats);
+EXPORT_SYMBOL_IF_KUNIT(ib_slot_pool_get_stats);
 
 /**
  * ib_slot_pool_sqes - Send Queue entries one slot of a pool holds
@@ -522,8 +536,8 @@ struct ib_slot_qp *ib_slot_qp_attach(struct ib_slot_pool *pool,
 				  pool->dev->attrs.max_sge_rd) :
 			    granted->max_send_sge;
 	sqp->sq_depth = depth;
-	/* Caps the credits too: @nr_slots slots' worth make the depth. */
-	sqp->fair_share = min(nr_slots, pool->fair_share);
+	/* Its share of the pool: @nr_slots slots' worth make the depth. */
+	sqp->share = nr_slots;
 	mutex_lock(&pool->qps_mutex);
 	spin_lock_bh(&pool->lock);
 	list_add_tail(&sqp->entry, &pool->qps);
@@ -565,6 +579,24 @@ void ib_slot_qp_detach(struct ib_slot_qp *sqp)
 EXPORT_SYMBOL(ib_slot_qp_detach);
 
 /**
+ * ib_slot_qp_drained - tell the pool that a QP executes nothing more
+ * @sqp: the QP's credit account
+ *
+ * For a ULP tearing down a connection whose QP it has drained
+ * (ib_drain_qp()) and that still fences slots of it: the fences' LOCAL_INVs
+ * could only be flushed, so they are not posted.  The slots' live rkey MRs
+ * are deregistered instead, which kills their rkeys as surely, and
+ * fenced() runs from a work item without waiting for the device.
+ *
+ * Context: Any context.
+ */
+void ib_slot_qp_drained(struct ib_slot_qp *sqp)
+{
+	WRITE_ONCE(sqp->drained, true);
+}
+EXPORT_SYMBOL(ib_slot_qp_drained);
+
+/**
  * ib_slot_qp_credits - Send Queue entries a QP has free for new slots
  * @sqp: the QP's credit account
  *
@@ -599,6 +631,8 @@ EXPORT_SYMBOL(ib_slot_qp_has_waiters);
 void __init ib_slot_init(void)
 {
 	ib_slot_debugfs_root = debugfs_create_dir("ib_slot", NULL);
+	fault_create_debugfs_attr("fail_mr", ib_slot_debugfs_root,
+				  &ib_slot_fail_mr);
 }
 
 void ib_slot_cleanup(void)

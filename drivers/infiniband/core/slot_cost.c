@@ -6,6 +6,7 @@
  * ib_query_qp_budget()), for the QP the slots post on; the rules that
  * combine them are in Documentation/infiniband/slot.rst.
  */
+#include <kunit/visibility.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rw.h>
 
@@ -139,7 +140,7 @@ int ib_slot_profile_cost(struct ib_device *dev,
 	}
 	return 0;
 }
-EXPORT_SYMBOL(ib_slot_profile_cost);
+EXPORT_SYMBOL_IF_KUNIT(ib_slot_profile_cost);
 
 /*
  * The Send Queue units of a WR of each opcode on a QP of @attr (0 where

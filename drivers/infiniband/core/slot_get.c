@@ -112,7 +112,7 @@ static void ib_slot_chain_nr(struct ib_slot *lead, struct ib_slot *slot)
 
 /*
  * Reserve @nr slots for @sqp, all or nothing, and return the first, with
- * the others chained to it.  Returns 0, -EBUSY when the QP is at its fair
+ * the others chained to it.  Returns 0, -EBUSY when the QP is at its
  * share, which also bounds its credits (see ib_slot_qp_attach()) and is
  * zero once the QP is closed, or -ENOSPC when the pool is short of slots.
  * A failure leaves nothing taken, but -ENOSPC may have hidden the QP's
@@ -128,7 +128,7 @@ static __always_inline int ib_slot_try_get(struct ib_slot_qp *sqp,
 	unsigned int i;
 	int avail;
 
-	if (!ib_slot_add_below(&sqp->nr_held, nr, READ_ONCE(sqp->fair_share)))
+	if (!ib_slot_add_below(&sqp->nr_held, nr, READ_ONCE(sqp->share)))
 		return -EBUSY;
 	avail = ib_slot_take(&pool->avail, nr);
 	if (avail < 0) {
@@ -161,7 +161,7 @@ int ib_slot_grant(struct ib_slot_qp *sqp, unsigned int nr,
  */
 static int ib_slot_bad_nr(const struct ib_slot_qp *sqp, unsigned int nr)
 {
-	if (likely(nr && nr <= READ_ONCE(sqp->fair_share)))
+	if (likely(nr && nr <= READ_ONCE(sqp->share)))
 		return 0;
 	return READ_ONCE(sqp->closed) ? -ESHUTDOWN : -EINVAL;
 }

@@ -18,6 +18,20 @@
 #include "core_priv.h"
 #include "slot_priv.h"
 
+/*
+ * A failed fence deregistered an rkey MR of @slot (ib_slot_recycle_work()):
+ * ask for a replacement now, and let the ULP retry as it would when short
+ * of memory.  Not while the pool dies: nothing would use the MR.
+ */
+static int ib_slot_ask_replace(struct ib_slot *slot)
+{
+	struct ib_slot_pool *pool = slot->pool;
+
+	if (!READ_ONCE(pool->dying))
+		mod_delayed_work(ib_comp_unbound_wq, &pool->replace_work, 0);
+	return -ENOMEM;
+}
+
 /**
  * ib_slot_map_mr - map a scatterlist onto one of a slot's MRs
  * @slot: the slot
@@ -36,7 +50,9 @@
  * Return: the number of @sg entries mapped whole (0 if the MR took only
  * the head of the first, see ib_map_mr_sg()), -EINVAL for a bad @idx, a
  * slot not in use or nothing mapped, -EBUSY while a post or fence of the
- * slot is outstanding or it is joined to another, or the error of
+ * slot is outstanding or it is joined to another, -ENOMEM while an MR of
+ * the slot that a failed fence deregistered awaits its replacement (a
+ * retryable condition, as when short of memory), or the error of
  * ib_map_mr_sg().
  */
 int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
@@ -52,6 +68,9 @@ int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 	/* The WRs of an outstanding post or fence are the device's now. */
 	if (ib_slot_misuse(slot->pool, ib_slot_outstanding(slot)))
 		return -EBUSY;
+	/* Pairs with clear_bit_unlock() in ib_slot_replace_work(). */
+	if (unlikely(test_bit_acquire(IB_SLOT_F_RETIRED, &slot->flags)))
+		return ib_slot_ask_replace(slot);
 	smr = &slot->mrs[idx];
 	n = ib_map_mr_sg(smr->mr, sg, sg_nents, sg_offset,
 			 1U << (slot->pool->profile.page_shift ?: PAGE_SHIFT));
@@ -409,15 +428,18 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 EXPORT_SYMBOL(ib_slot_post);
 
 /*
- * The fence's LOCAL_INV chain failed or was flushed, so its rkeys may be
- * live: replace the MRs, in process context, before fenced() may let the
- * memory go.  An allocation that fails is retried; meanwhile the fence
- * stays armed and the slot held, so nothing reuses the memory.
+ * The fence's LOCAL_INV chain failed or was flushed, or the QP refused it,
+ * so its rkeys may be live.  Deregistering an MR kills its rkey whatever
+ * the QP's state: do that, in process context, and let fenced() release
+ * the memory at once.  No allocation stands in the way, so a device that
+ * can no longer create MRs (fatal error, hot unplug) delays neither
+ * fenced() nor a destroy.  The slot is retired until replace_work gives it
+ * new MRs: a second later, so that a pool destroyed after a disconnect
+ * allocates none, or at once when a map asks for them.
  */
 void ib_slot_recycle_work(struct work_struct *work)
 {
-	struct ib_slot_pool *pool = container_of(to_delayed_work(work),
-						 struct ib_slot_pool,
+	struct ib_slot_pool *pool = container_of(work, struct ib_slot_pool,
 						 recycle_work);
 	struct llist_node *list = llist_del_all(&pool->recycle);
 	struct ib_slot *slot, *tmp;
@@ -427,31 +449,64 @@ void ib_slot_recycle_work(struct work_struct *work)
 	llist_for_each_entry_safe(slot, tmp, list, recycle) {
 		for (i = 0; i < pool->profile.nr_rkey_mrs; i++) {
 			struct ib_slot_mr *smr = &slot->mrs[i];
+
+			if (!smr->mr || !smr->mr->need_inval)
+				continue;
+			ib_dereg_mr(smr->mr);
+			smr->mr = NULL;
+		}
+		/* Before fenced(): its put may hand the slot to a map. */
+		if (!test_and_set_bit(IB_SLOT_F_RETIRED, &slot->flags))
+			atomic_inc(&pool->nr_retired);
+		clear_bit(IB_SLOT_F_RECYCLE, &slot->flags);
+		atomic_set(&slot->busy, 0);
+		slot->fenced(slot, slot->fence_status);
+	}
+	if (!READ_ONCE(pool->dying))
+		queue_delayed_work(ib_comp_unbound_wq, &pool->replace_work, HZ);
+}
+
+/*
+ * Give retired slots new rkey MRs.  The slot's owner may map meanwhile: it
+ * finds the slot retired and touches no MR, so the MRs are ours until the
+ * flag is cleared.  An allocation that fails leaves the slot retired, and
+ * its next map asks again: nothing retries here for ever.
+ */
+void ib_slot_replace_work(struct work_struct *work)
+{
+	struct ib_slot_pool *pool = container_of(to_delayed_work(work),
+						 struct ib_slot_pool,
+						 replace_work);
+	u32 tag, i;
+
+	for (tag = 0; tag < pool->nr_slots && atomic_read(&pool->nr_retired);
+	     tag++) {
+		struct ib_slot *slot = ib_slot_at(pool, tag);
+
+		if (!test_bit(IB_SLOT_F_RETIRED, &slot->flags))
+			continue;
+		for (i = 0; i < pool->profile.nr_rkey_mrs; i++) {
+			struct ib_slot_mr *smr = &slot->mrs[i];
 			struct ib_mr *mr;
 
-			if (!smr->mr->need_inval)
+			if (smr->mr)
 				continue;
+			if (READ_ONCE(pool->dying))
+				return;
 			mr = ib_slot_new_mr(pool, ib_slot_mr_pi(pool, i));
-			if (IS_ERR(mr))
-				break;
-			/* Deregistering kills the rkey, valid or not. */
-			ib_dereg_mr(smr->mr);
+			if (IS_ERR(mr)) {
+				dev_warn_ratelimited(&pool->dev->dev,
+						     "ib_slot: %s: cannot replace an MR (%pe); slot %u stays retired\n",
+						     pool->name, mr, tag);
+				return;
+			}
 			smr->mr = mr;
 			smr->reg_wr.mr = mr;
 			atomic64_inc(&pool->recycled);
 		}
-		if (i < pool->profile.nr_rkey_mrs) {
-			dev_warn_ratelimited(&pool->dev->dev,
-					     "ib_slot: %s: no memory to replace an MR; retrying\n",
-					     pool->name);
-			llist_add(&slot->recycle, &pool->recycle);
-			queue_delayed_work(ib_comp_unbound_wq,
-					   &pool->recycle_work, HZ / 10);
-			continue;
-		}
-		clear_bit(IB_SLOT_F_RECYCLE, &slot->flags);
-		atomic_set(&slot->busy, 0);
-		slot->fenced(slot, slot->fence_status);
+		atomic_dec(&pool->nr_retired);
+		/* Pairs with test_bit_acquire() in ib_slot_map_mr(). */
+		clear_bit_unlock(IB_SLOT_F_RETIRED, &slot->flags);
 	}
 }
 
@@ -469,7 +524,7 @@ static void ib_slot_unbusy(struct ib_slot *slot)
 		return;
 	if (unlikely(test_bit(IB_SLOT_F_RECYCLE, &slot->flags))) {
 		llist_add(&slot->recycle, &pool->recycle);
-		queue_delayed_work(ib_comp_unbound_wq, &pool->recycle_work, 0);
+		queue_work(ib_comp_unbound_wq, &pool->recycle_work);
 		return;
 	}
 	/* Nothing is outstanding and a fenced slot posts no more. */
@@ -571,6 +626,15 @@ static void ib_slot_retire_deferred(struct ib_slot *slot, const struct ib_wc *wc
 	ib_slot_retire(slot, &tail);
 }
 
+/* The fence's chain completed: no rkey of the slot is valid now. */
+static void ib_slot_rkeys_dead(struct ib_slot *slot)
+{
+	unsigned int i;
+
+	for (i = 0; i < slot->pool->profile.nr_rkey_mrs; i++)
+		slot->mrs[i].mr->need_inval = false;
+}
+
 /*
  * The signaled tail of a fence.  The LOCAL_INVs before it are unsignaled
  * and carry aux_cqe: a QP flushes everything after an error in order, so
@@ -583,22 +647,29 @@ void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc)
 
 	/* done() runs before fenced(): the post's count goes first. */
 	ib_slot_retire_deferred(slot, wc);
-	if (unlikely(wc->status != IB_WC_SUCCESS)) {
-		unsigned int i;
-
+	if (likely(wc->status == IB_WC_SUCCESS)) {
+		ib_slot_rkeys_dead(slot);
+	} else {
+		/* The chain's rkeys may still be valid: they keep need_inval. */
 		slot->fence_status = wc->status;
-		/* The rkeys may still be valid: replace them before fenced(). */
-		for (i = 0; i < slot->pool->profile.nr_rkey_mrs; i++)
-			slot->mrs[i].mr->need_inval = true;
 		set_bit(IB_SLOT_F_RECYCLE, &slot->flags);
 	}
 	ib_slot_unbusy(slot);
 }
 
-static struct ib_mr *ib_slot_inv_mr(struct ib_slot *slot,
-				    struct ib_send_wr *inv_wr)
+/*
+ * The QP will not execute the fence's chain: it refused it, or the ULP
+ * drained it.  Its rkeys stay as they were, so the MRs are deregistered
+ * as for a flush; the fence's hold keeps the slot ours meanwhile.
+ */
+static void ib_slot_fence_dead(struct ib_slot *slot)
 {
-	return container_of(inv_wr, struct ib_slot_mr, inv_wr)->mr;
+	struct ib_wc wc = { .qp = slot->sqp->qp };
+
+	slot->fence_status = IB_WC_WR_FLUSH_ERR;
+	set_bit(IB_SLOT_F_RECYCLE, &slot->flags);
+	/* Nothing comes that would retire the post. */
+	ib_slot_retire_deferred(slot, &wc);
 }
 
 static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
@@ -606,9 +677,9 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 					  enum ib_wc_status status))
 {
 	struct ib_slot_pool *pool = slot->pool;
-	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL, *wr;
+	struct ib_send_wr *first = NULL, **tail = &first, *last = NULL;
 	struct ib_slot_mr *peer_inv = NULL;
-	u32 i, n = 0, nr_inv = 0;
+	u32 i, n = 0, nr_inv = 0, nr_mrs;
 	const struct ib_send_wr *bad;
 	int ret = 0;
 
@@ -619,7 +690,13 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 				  IB_SLOT_LEAD)))
 		return -EBUSY;
 
-	for (i = 0; i < pool->profile.nr_rkey_mrs; i++) {
+	/*
+	 * A retired slot mapped nothing since its MRs died, and those it
+	 * has may be new: there is nothing to invalidate.
+	 */
+	nr_mrs = test_bit_acquire(IB_SLOT_F_RETIRED, &slot->flags) ? 0 :
+		 pool->profile.nr_rkey_mrs;
+	for (i = 0; i < nr_mrs; i++) {
 		struct ib_slot_mr *smr = &slot->mrs[i];
 
 		if (!smr->mr->need_inval)
@@ -682,27 +759,16 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 		/* One count for the chain: only its tail completes for sure. */
 		last->wr_cqe = &slot->inv_cqe;
 		last->send_flags = IB_SEND_SIGNALED;
-		/* Before the post: its completion may report them unknown. */
-		for (wr = first; wr; wr = wr->next)
-			ib_slot_inv_mr(slot, wr)->need_inval = false;
 		slot->sq_used += n;
-		atomic64_add(nr_inv, &pool->local_inv);
-		atomic_inc(&slot->busy);
-		if (unlikely(ib_post_send(slot->sqp->qp, first, &bad))) {
-			/*
-			 * A QP that refuses the chain is dead or dying: its
-			 * rkeys stay as they were, so replace the MRs as for
-			 * a flush.  Our hold keeps the slot ours meanwhile.
-			 */
-			struct ib_wc wc = { .qp = slot->sqp->qp };
-
-			for (wr = first; wr; wr = wr->next)
-				ib_slot_inv_mr(slot, wr)->need_inval = true;
-			slot->fence_status = IB_WC_WR_FLUSH_ERR;
-			set_bit(IB_SLOT_F_RECYCLE, &slot->flags);
-			atomic_dec(&slot->busy);
-			/* Nothing comes that would retire the post. */
-			ib_slot_retire_deferred(slot, &wc);
+		if (unlikely(READ_ONCE(slot->sqp->drained))) {
+			ib_slot_fence_dead(slot);
+		} else {
+			atomic64_add(nr_inv, &pool->local_inv);
+			atomic_inc(&slot->busy);
+			if (unlikely(ib_post_send(slot->sqp->qp, first, &bad))) {
+				atomic_dec(&slot->busy);
+				ib_slot_fence_dead(slot);
+			}
 		}
 	}
 	ib_slot_unbusy(slot);
@@ -719,10 +785,15 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
  * If the peer invalidated an rkey itself (%IB_WC_WITH_INVALIDATE in @wc),
  * that MR needs no LOCAL_INV.  The others are invalidated by a chain of
  * LOCAL_INV WRs posted from the slot's credits.  If that chain fails or is
- * flushed (the QP went to error), the MRs are replaced by fresh ones from
- * a work item before @fenced runs, so that @fenced never runs while an
- * rkey of the slot is live, also then.  @fenced may run before this
- * returns.  The caller puts the slot from @fenced, not before.
+ * flushed (the QP went to error), is refused, or is not posted because the
+ * QP was drained (ib_slot_qp_drained()), a work item deregisters the MRs,
+ * which kills their rkeys, before @fenced runs with
+ * %IB_WC_WR_FLUSH_ERR or the chain's error: so @fenced never runs while an
+ * rkey of the slot is live, and never waits for a device that can no
+ * longer create MRs.  The slot is then retired: its maps fail with -ENOMEM
+ * until new MRs are allocated, shortly after or when a map asks for them.
+ * @fenced may run before this returns.  The caller puts the slot from
+ * @fenced, not before.
  *
  * A remote invalidation of an rkey that is none of @slot's live ones is
  * the peer's protocol error: it may have invalidated another slot's rkey.

@@ -50,6 +50,11 @@ enum {
 	IB_SLOT_F_RECYCLE,
 	/* The post's tail is unsignaled: its fence or its error retires it. */
 	IB_SLOT_F_DEFERRED,
+	/*
+	 * An rkey MR was deregistered after a failed fence and is not yet
+	 * replaced: the slot maps nothing, and replace_work owns its MRs.
+	 */
+	IB_SLOT_F_RETIRED,
 };
 
 struct ib_slot_pool {
@@ -72,7 +77,6 @@ struct ib_slot_pool {
 	/* All slots; of an indexed pool, its tags then the reserved ones. */
 	u32			nr_slots;
 	u32			nr_tags;
-	u32			fair_share;
 	size_t			slot_size;
 	void (*done)(struct ib_slot *slot, const struct ib_wc *wc);
 	/* Send Queue units per WR, by opcode; 0: the provider refuses it. */
@@ -106,9 +110,12 @@ struct ib_slot_pool {
 	/* 64 bits: a mark left 2^32 scans ago must not skip a QP. */
 	u64			scan_gen;
 	struct work_struct	resume_work;
-	/* Fenced slots whose rkey MRs must be replaced before fenced(). */
+	/* Fenced slots whose rkey MRs must die before fenced(). */
 	struct llist_head	recycle;
-	struct delayed_work	recycle_work;
+	struct work_struct	recycle_work;
+	/* Gives retired slots MRs: soon after a recycle, or when a map asks. */
+	struct delayed_work	replace_work;
+	atomic_t		nr_retired;
 	/* Slots whose post the provider took in part: their QP is flushed. */
 	struct llist_head	partial;
 	struct work_struct	partial_work;
@@ -136,10 +143,12 @@ struct ib_slot_qp {
 	u32			max_send_sge;
 	u32			max_read_sge;
 	struct list_head	entry;
+	/* Drained by the ULP: a fence posts no LOCAL_INV that would flush. */
+	bool			drained;
 	/* Each slot holds pool->cost.sqes credits: no separate count. */
 	atomic_t		nr_held;
 	u32			sq_depth;
-	u32			fair_share;
+	u32			share;
 	u64			skip_gen;
 	/* Waiters queued for this QP, under the pool's lock. */
 	u32			nr_waiters;
@@ -260,6 +269,7 @@ void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc);
 void ib_slot_wc_inv(struct ib_cq *cq, struct ib_wc *wc);
 void ib_slot_wc_tail(struct ib_cq *cq, struct ib_wc *wc);
 void ib_slot_recycle_work(struct work_struct *work);
+void ib_slot_replace_work(struct work_struct *work);
 void ib_slot_partial_work(struct work_struct *work);
 
 #endif /* _IB_SLOT_PRIV_H */

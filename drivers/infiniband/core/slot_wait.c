@@ -113,7 +113,7 @@ void __ib_slot_resume_all(struct list_head *ready)
  * Grant slots and credits to every waiter that can have them, in FIFO
  * order.  A waiter short of pool slots stops the scan, so a large request
  * is never overtaken by small ones, and gets of every QP queue behind it
- * (@pool->blocked); a waiter short of its own QP's credits or fair share
+ * (@pool->blocked); a waiter short of its own QP's share (its credits)
  * only holds back that QP's later waiters and gets.
  */
 void ib_slot_scan_waiters(struct ib_slot_pool *pool, struct list_head *ready)
@@ -227,7 +227,7 @@ void ib_slot_qp_close(struct ib_slot_qp *sqp)
 	}
 	/* With no share left, the fast path refuses it too (-EBUSY). */
 	WRITE_ONCE(sqp->closed, true);
-	WRITE_ONCE(sqp->fair_share, 0);
+	WRITE_ONCE(sqp->share, 0);
 	list_for_each_entry_safe(w, tmp, &pool->waiters, entry) {
 		if (w->sqp == sqp)
 			ib_slot_shut_out(w);

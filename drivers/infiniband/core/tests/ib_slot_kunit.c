@@ -66,6 +66,8 @@ struct fake_ibdev {
 	u32			grant_sge;	/* granted max_send_sge, at least */
 	bool			pi_two_cqes;	/* REG_MR_INTEGRITY completes twice */
 	unsigned int		reg_wrs;	/* REG_MR WRs posted */
+	bool			refuse_mr;	/* MR allocation fails */
+	unsigned int		refused_mrs;
 };
 
 struct fake_pd {
@@ -161,8 +163,13 @@ static struct ib_mr *fake_alloc_mr(struct ib_pd *pd, enum ib_mr_type mr_type,
 				   u32 max_num_sg)
 {
 	struct fake_ibdev *fdev = to_fdev(pd->device);
-	struct ib_mr *mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	struct ib_mr *mr;
 
+	if (fdev->refuse_mr) {
+		fdev->refused_mrs++;
+		return ERR_PTR(-EIO);
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	mr->lkey = ++fdev->next_key << 8;
@@ -566,7 +573,7 @@ static const struct ib_slot_profile one_rkey = {
 
 static struct ib_slot_pool *
 test_pool(struct kunit *test, const struct ib_slot_profile *profile,
-	  u32 nr_slots, enum ib_slot_policy policy, u32 fair_share)
+	  u32 nr_slots, enum ib_slot_policy policy)
 {
 	struct test_env *env = test->priv;
 	struct ib_slot_pool_attr attr = {
@@ -574,7 +581,6 @@ test_pool(struct kunit *test, const struct ib_slot_profile *profile,
 		.profile = *profile,
 		.nr_slots = nr_slots,
 		.policy = policy,
-		.fair_share = fair_share,
 		.priv_size = sizeof(struct test_req),
 		.name = "kunit",
 		.resume_in_work = env->resume_in_work,
@@ -739,7 +745,7 @@ static void ib_slot_no_exhaust_depth(struct kunit *test)
 	unsigned int mrs, i, j;
 	u32 full;
 
-	pool = test_pool(test, &one_rkey, 8, IB_SLOT_NO_EXHAUST, 0);
+	pool = test_pool(test, &one_rkey, 8, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 8);
 	full = ib_slot_qp_credits(sqp);
 	KUNIT_EXPECT_EQ(test, full, 8 * 3);
@@ -810,7 +816,7 @@ static void ib_slot_qp_caps_granted(struct kunit *test)
 	struct ib_qp *qp;
 	u32 nr_cqe = 0;
 
-	test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST);
 	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 4, &attr, &nr_cqe), 0);
 	KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, 4 * 3 + 1);
 	KUNIT_EXPECT_EQ(test, attr.cap.max_recv_wr, 1);
@@ -968,7 +974,7 @@ static void ib_slot_chain_fits(struct kunit *test)
 	wrs = kunit_kcalloc(test, 4, sizeof(*wrs), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, wrs);
 	sg_init_one(&sg, env, 64);
-	test_pool(test, &c->profile, 4, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &c->profile, 4, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 4);
 	fqp = to_fqp(env->qp[0]);
 
@@ -1049,7 +1055,7 @@ static void ib_slot_map_head_of_entry(struct kunit *test)
 	struct ib_slot *slot;
 
 	sg_init_one(&sg, env, 64);
-	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	slot = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, slot);
@@ -1082,7 +1088,7 @@ static void ib_slot_map_without_post(struct kunit *test)
 	u32 registered, posted;
 
 	sg_init_one(&sg, env, 64);
-	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 
@@ -1135,7 +1141,7 @@ static void ib_slot_unsignaled_credit(struct kunit *test)
 	struct fake_qp *fqp;
 
 	sg_init_one(&sg, env, 64);
-	test_pool(test, &p, 2, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &p, 2, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 2);
 	fqp = to_fqp(env->qp[0]);
 	slot = ib_slot_get(sqp);
@@ -1182,7 +1188,7 @@ static void ib_slot_flush_balances(struct kunit *test)
 	int i;
 
 	sg_init_one(&sg, env, 64);
-	test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 4);
 	fqp = to_fqp(env->qp[0]);
 	for (i = 0; i < 4; i++) {
@@ -1225,7 +1231,7 @@ static void ib_slot_first_error(struct kunit *test)
 	struct ib_slot *slot;
 	struct fake_qp *fqp;
 
-	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	slot = ib_slot_get(sqp);
@@ -1349,7 +1355,7 @@ static void ib_slot_backpressure_fifo(struct kunit *test)
 	struct ib_slot *a, *b;
 	struct ib_slot_qp *sqp;
 
-	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 2);
 	a = ib_slot_get(sqp);
 	b = ib_slot_get(sqp);
@@ -1393,7 +1399,7 @@ static void ib_slot_large_not_starved(struct kunit *test)
 	struct ib_slot *held[4];
 	struct ib_slot_qp *sqp;
 
-	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 4);
 	for (i = 0; i < 4; i++) {
 		held[i] = ib_slot_get(sqp);
@@ -1434,7 +1440,7 @@ static void ib_slot_get_nr_all_or_nothing(struct kunit *test)
 	u32 credits;
 	int i;
 
-	test_pool(test, &one_rkey, 4, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &one_rkey, 4, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 4);
 	for (i = 0; i < 3; i++) {
 		held[i] = ib_slot_get(sqp);
@@ -1473,7 +1479,7 @@ static void ib_slot_cancel(struct kunit *test)
 	struct ib_slot *a;
 	struct ib_slot_qp *sqp;
 
-	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 1);
 	a = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, a);
@@ -1503,7 +1509,7 @@ static void ib_slot_waiter_lead_fifo(struct kunit *test)
 	struct ib_slot *held[4];
 	struct ib_slot_qp *sa, *sb;
 
-	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE);
 	sa = test_qp(test, 0, 4);
 	sb = test_qp(test, 1, 4);
 	for (i = 0; i < 4; i++) {
@@ -1561,7 +1567,7 @@ static void ib_slot_close_refuses(struct kunit *test)
 	int order[1], pos = 0;
 	struct ib_slot_qp *sa, *sb;
 
-	test_pool(test, &send_only, 2, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &send_only, 2, IB_SLOT_NO_EXHAUST);
 	sa = test_qp(test, 0, 2);
 	sb = test_qp(test, 1, 2);
 	held = ib_slot_get(sa);
@@ -1665,7 +1671,7 @@ static void ib_slot_sleeping_get(struct kunit *test)
 	struct ib_slot *a;
 	int i;
 
-	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 1);
 	a = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, a);
@@ -1710,7 +1716,7 @@ static void ib_slot_tag_cache_steal(struct kunit *test)
 
 	if (num_online_cpus() < 2)
 		kunit_skip(test, "needs two CPUs");
-	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 2);
 	a = ib_slot_get(sqp);
 	b = ib_slot_get(sqp);
@@ -1740,16 +1746,16 @@ static void ib_slot_tag_cache_steal(struct kunit *test)
 	ib_slot_put(got[1]);
 }
 
-/* One QP cannot take more than its fair share of a shared pool. */
-static void ib_slot_fair_share(struct kunit *test)
+/* One QP cannot take more than the share it was attached with. */
+static void ib_slot_qp_share(struct kunit *test)
 {
 	struct ib_slot *qa[2], *qb[2];
 	struct ib_slot_qp *sa, *sb;
 	int i;
 
-	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE, 2);
-	sa = test_qp(test, 0, 4);
-	sb = test_qp(test, 1, 4);
+	test_pool(test, &send_only, 4, IB_SLOT_BACKPRESSURE);
+	sa = test_qp(test, 0, 2);
+	sb = test_qp(test, 1, 2);
 	for (i = 0; i < 2; i++) {
 		qa[i] = ib_slot_get(sa);
 		KUNIT_ASSERT_NOT_NULL(test, qa[i]);
@@ -1777,7 +1783,7 @@ static void ib_slot_credits_per_qp(struct kunit *test)
 	struct ib_slot *a[2], *b;
 	struct ib_slot_qp *sa, *sb;
 
-	test_pool(test, &one_rkey, 8, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &one_rkey, 8, IB_SLOT_BACKPRESSURE);
 	sa = test_qp(test, 0, 2);
 	sb = test_qp(test, 1, 8);
 	a[0] = ib_slot_get(sa);
@@ -1815,6 +1821,15 @@ static int post_reg_send(struct kunit *test, struct ib_slot *slot,
 	return ib_slot_post(slot, send);
 }
 
+/* Map the first MR of @slot, which a retired slot refuses. */
+static int map_first(struct kunit *test, struct ib_slot *slot)
+{
+	struct scatterlist sg;
+
+	sg_init_one(&sg, test->priv, 64);
+	return ib_slot_map_mr(slot, 0, &sg, 1, NULL, IB_ACCESS_REMOTE_READ);
+}
+
 /* The peer invalidated the rkey: no LOCAL_INV, fenced at once. */
 static void ib_slot_fence_remote(struct kunit *test)
 {
@@ -1826,7 +1841,7 @@ static void ib_slot_fence_remote(struct kunit *test)
 	struct ib_slot *slot;
 	unsigned int posted;
 
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	slot = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, slot);
@@ -1861,7 +1876,7 @@ static void ib_slot_fence_local(struct kunit *test)
 	struct fake_qp *fqp;
 	u32 rkey;
 
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	slot = ib_slot_get(sqp);
@@ -1907,7 +1922,7 @@ static void ib_slot_fence_bogus_remote(struct kunit *test)
 	unsigned int posted;
 	u32 rkey;
 
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	slot = ib_slot_get(sqp);
@@ -1965,7 +1980,7 @@ static void ib_slot_fence_waits_for_send(struct kunit *test)
 	struct ib_slot_qp *sqp;
 	struct ib_slot *slot;
 
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	slot = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, slot);
@@ -1996,7 +2011,7 @@ static struct ib_slot *retiring_slot(struct kunit *test,
 	struct test_env *env = test->priv;
 	struct ib_slot *slot;
 
-	test_pool(test, &retiring, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &retiring, 1, IB_SLOT_NO_EXHAUST);
 	*sqp = test_qp(test, 0, 1);
 	*fqp = to_fqp(env->qp[0]);
 	slot = ib_slot_get(*sqp);
@@ -2163,7 +2178,7 @@ static void ib_slot_provider_units(struct kunit *test)
 						   &one_rkey, &cost), 0);
 	KUNIT_EXPECT_EQ(test, cost.sqes, 3 + 2 + 1);
 	KUNIT_EXPECT_EQ(test, cost.cqes, 3);
-	test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST);
 	/* 4 slots need 25 units: more than this device's QP takes. */
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_caps(env->pool, 4, &attr, &nr_cqe),
 			-EINVAL);
@@ -2205,7 +2220,7 @@ static void ib_slot_rdma_mr_decision(struct kunit *test)
 	bool needs;
 
 	env->fdev->ibdev.attrs.max_sgl_rd = 4;
-	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	slot = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, slot);
@@ -2261,7 +2276,7 @@ static void ib_slot_join_posts_once(struct kunit *test)
 	unsigned int i, signaled = 0;
 	int ret;
 
-	test_pool(test, &two_writes, 3, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &two_writes, 3, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 3);
 	fqp = to_fqp(env->qp[0]);
 	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, 3, &lead), 0);
@@ -2355,7 +2370,7 @@ static void ib_slot_get_nr_joined(struct kunit *test)
 	struct fake_qp *fqp;
 	u32 sqes, full;
 
-	test_pool(test, &two_writes, 4, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &two_writes, 4, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 4);
 	fqp = to_fqp(env->qp[0]);
 	sqes = ib_slot_pool_sqes(env->pool);
@@ -2419,7 +2434,7 @@ static void ib_slot_get_nr_no_alloc(struct kunit *test)
 	unsigned int left;
 	int ret;
 
-	test_pool(test, &send_only, 8, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 8, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 8);
 
 	/* 2: fail_get is asked first, the next fault point fails. */
@@ -2491,7 +2506,7 @@ static void ib_slot_demand_units(struct kunit *test)
 	struct ib_slot_qp *sqp;
 
 	/* Every WR one unit: a slot holds three. */
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, 0), 1);
 	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, 1), 1);
@@ -2508,7 +2523,7 @@ static void ib_slot_demand_units(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ib_slot_profile_cost(&env->fdev->ibdev,
 						   &one_rkey, &cost), 0);
 	KUNIT_ASSERT_EQ(test, cost.sqes, 6);
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 1, 1);
 	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, 1), 1);
 	KUNIT_EXPECT_EQ(test, demand_wrs(sqp, cost.sqes / 3), 1);
@@ -2579,7 +2594,7 @@ static void ib_slot_rw_mrs_caps(struct kunit *test)
 		rw = rdma_rw_max_send_wr(&env->fdev->ibdev, 1, 4, 0);
 		KUNIT_EXPECT_EQ(test, rw, round ? 3 * 4 : 4);
 
-		test_pool(test, &own, 4, IB_SLOT_NO_EXHAUST, 0);
+		test_pool(test, &own, 4, IB_SLOT_NO_EXHAUST);
 		mine = (struct ib_qp_init_attr){ .qp_type = IB_QPT_RC,
 						 .port_num = 1 };
 		own_cqe = 0;
@@ -2589,7 +2604,7 @@ static void ib_slot_rw_mrs_caps(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, mine.cap.max_rdma_ctxs, 0);
 
 		mrs = env->fdev->nr_mrs;
-		test_pool(test, &rw_lkey, 4, IB_SLOT_NO_EXHAUST, 0);
+		test_pool(test, &rw_lkey, 4, IB_SLOT_NO_EXHAUST);
 		KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs);
 		attr = (struct ib_qp_init_attr){ .qp_type = IB_QPT_RC,
 						 .port_num = 1 };
@@ -2834,7 +2849,7 @@ static void ib_slot_demand_rw_matches_rdma_rw(struct kunit *test)
 	r.lkey = p.nr_lkey_mrs;
 	KUNIT_EXPECT_EQ(test, r.lkey, c->iwarp || c->sgl_rd ?
 			DIV_ROUND_UP(2 * c->send_sge, c->mr_pages) : 0);
-	test_pool(test, &p, RW_SLOTS, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &p, RW_SLOTS, IB_SLOT_BACKPRESSURE);
 	r.sqp = test_rw_qp(test, RW_SLOTS);
 	r.sqes = ib_slot_pool_sqes(env->pool);
 	r.buf = kunit_kzalloc(test, PAGE_SIZE, GFP_KERNEL);
@@ -2876,7 +2891,7 @@ static void ib_slot_demand_mrs_bound(struct kunit *test)
 
 	test_ports(test);
 	env->fdev->ibdev.attrs.max_sgl_rd = 4;
-	test_pool(test, &rw_two_mrs, 8, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &rw_two_mrs, 8, IB_SLOT_BACKPRESSURE);
 	sqp = test_rw_qp(test, 8);
 	sqes = ib_slot_pool_sqes(env->pool);
 	/* Two of LOCAL_INV, REG_MR and READ, two RDMA WRs, a SEND. */
@@ -2903,7 +2918,7 @@ static void ib_slot_demand_mrs_bound(struct kunit *test)
 	lead = NULL;
 
 	/* Slots whose MRs are their own bring none of rdma_rw's. */
-	test_pool(test, &one_rkey, 2, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &one_rkey, 2, IB_SLOT_BACKPRESSURE);
 	own = test_qp(test, 1, 2);
 	d = (struct ib_slot_demand){ .nr_wrs = 1, .nr_rw_mrs = 1 };
 	KUNIT_EXPECT_EQ(test, ib_slot_demand_slots(own, &d), UINT_MAX);
@@ -2932,7 +2947,7 @@ static void ib_slot_reuse_after_flush(struct kunit *test)
 	struct fake_qp *fqp;
 	u32 base;
 
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	slot = ib_slot_get(sqp);
@@ -2976,7 +2991,7 @@ static void ib_slot_post_races_completion(struct kunit *test)
 	struct fake_qp *fqp;
 
 	sg_init_one(&sg, env, 64);
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 
@@ -3017,16 +3032,32 @@ static const struct ib_slot_profile three_rkeys = {
 	.fence = IB_SLOT_FENCE_SYNC,
 };
 
+/* Wait, 2 s at most, until @pool has no retired slot. */
+static bool test_wait_unretired(struct ib_slot_pool *pool)
+{
+	struct ib_slot_pool_stats st;
+	unsigned long end = jiffies + 2 * HZ;
+
+	do {
+		test_stats(pool, &st);
+		if (!st.retired)
+			return true;
+		msleep(20);
+	} while (time_before(jiffies, end));
+	return false;
+}
+
 /*
  * A fence of three LOCAL_INVs that the QP flushes: three completions, one
- * count, and the rkeys may be live, so fenced() runs only once the MRs
- * are replaced, and learns the status.  The pool then serves the QP that
- * replaces the dead one, with fresh MRs that need no LOCAL_INV.
+ * count, and the rkeys may be live, so the MRs are deregistered, which
+ * kills them, before fenced() runs and learns the status.  The slot is
+ * retired until new MRs come: a map asks for them and fails meanwhile.
+ * The pool then serves the QP that replaces the dead one, with fresh MRs
+ * that need no LOCAL_INV.
  */
 static void ib_slot_fence_flushed_counts(struct kunit *test)
 {
 	struct test_env *env = test->priv;
-	struct ib_mr *old[3];
 	struct ib_send_wr send;
 	struct ib_slot_pool_stats st;
 	struct ib_slot_qp *sqp;
@@ -3035,7 +3066,7 @@ static void ib_slot_fence_flushed_counts(struct kunit *test)
 	unsigned int i, mrs;
 	u32 base;
 
-	test_pool(test, &three_rkeys, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &three_rkeys, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	mrs = env->fdev->nr_mrs;
@@ -3045,8 +3076,6 @@ static void ib_slot_fence_flushed_counts(struct kunit *test)
 	fake_complete_all(fqp);
 	test_poll(test);
 	KUNIT_ASSERT_EQ(test, req_of(slot)->done, 1);
-	for (i = 0; i < 3; i++)
-		old[i] = slot->mrs[i].mr;
 
 	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, NULL, test_fenced), 0);
 	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 0);
@@ -3057,21 +3086,27 @@ static void ib_slot_fence_flushed_counts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, req_of(slot)->fenced, 1);
 	KUNIT_EXPECT_EQ(test, req_of(slot)->fence_status, IB_WC_WR_FLUSH_ERR);
 	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
-	for (i = 0; i < 3; i++) {
-		KUNIT_EXPECT_PTR_NE(test, slot->mrs[i].mr, old[i]);
-		KUNIT_EXPECT_FALSE(test, slot->mrs[i].mr->need_inval);
-	}
-	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs);
-	ib_slot_put(slot);
+	/* Deregistered before fenced(), none allocated yet. */
+	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs - 3);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_NULL(test, slot->mrs[i].mr);
 	test_stats(env->pool, &st);
-	KUNIT_EXPECT_EQ(test, st.recycled, 3);
-	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.retired, 1);
+	KUNIT_EXPECT_EQ(test, st.recycled, 0);
+	ib_slot_put(slot);
 
-	/* Reconnected: fresh MRs register without a LOCAL_INV first. */
+	/* Reconnected: the first map asks for MRs, and fails meanwhile. */
 	fqp->error = false;
 	slot = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, slot);
 	base = fqp->tail;
+	KUNIT_EXPECT_EQ(test, map_first(test, slot), -ENOMEM);
+	KUNIT_ASSERT_TRUE(test, test_wait_unretired(env->pool));
+	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.recycled, 3);
+
+	/* Fresh MRs register without a LOCAL_INV first. */
 	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
 	KUNIT_EXPECT_EQ(test, fqp->tail - base, 4);
 	KUNIT_EXPECT_EQ(test, env->fdev->posted_inv, 3);
@@ -3088,6 +3123,110 @@ static void ib_slot_fence_flushed_counts(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, st.misuse, 0);
 	KUNIT_EXPECT_EQ(test, st.in_use, 0);
 	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
+}
+
+/*
+ * A device that can no longer create MRs (a fatal error, a hot unplug)
+ * once its QP is in error: a flushed fence still kills the rkeys and runs
+ * fenced() at once, the slot stays retired and counted, its maps fail
+ * with -ENOMEM however often they ask, and the pool is destroyed without
+ * waiting for an MR that never comes.
+ */
+static void ib_slot_fence_dead_device(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr send;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+	unsigned long start;
+	unsigned int base, mrs;
+	int i;
+
+	base = env->fdev->nr_mrs;
+	test_pool(test, &three_rkeys, 1, IB_SLOT_NO_EXHAUST);
+	sqp = test_qp(test, 0, 1);
+	fqp = to_fqp(env->qp[0]);
+	mrs = env->fdev->nr_mrs;
+	KUNIT_ASSERT_EQ(test, mrs, base + 3);
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	fake_complete_all(fqp);
+	test_poll(test);
+
+	env->fdev->refuse_mr = true;
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, NULL, test_fenced), 0);
+	fake_fail(fqp, IB_WC_WR_FLUSH_ERR);
+	test_poll(test);
+	KUNIT_ASSERT_TRUE(test, test_wait_set(&req_of(slot)->fenced));
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fence_status, IB_WC_WR_FLUSH_ERR);
+	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs - 3);
+	ib_slot_put(slot);
+
+	/* Retired, however often a map asks for MRs. */
+	slot = ib_slot_get(sqp);
+	KUNIT_ASSERT_NOT_NULL(test, slot);
+	for (i = 0; i < 3; i++) {
+		KUNIT_EXPECT_EQ(test, map_first(test, slot), -ENOMEM);
+		msleep(50);
+	}
+	KUNIT_EXPECT_GE(test, env->fdev->refused_mrs, 2);
+	ib_slot_put(slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.retired, 1);
+	KUNIT_EXPECT_EQ(test, st.recycled, 0);
+	KUNIT_EXPECT_EQ(test, st.in_use, 0);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
+
+	/* Nothing waits for the MR: the destroy returns at once. */
+	start = jiffies;
+	kunit_release_action(test, ib_slot_qp_detach_action, sqp);
+	kunit_release_action(test, ib_slot_pool_destroy_action, env->pool);
+	KUNIT_EXPECT_LT(test, jiffies - start, HZ);
+	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, base);
+}
+
+/*
+ * A ULP that drained its QP gives back registered slots: the fence posts
+ * no LOCAL_INV that would only flush, deregisters the live MRs instead,
+ * retires the post it held back, and runs fenced() from the work item.
+ */
+static void ib_slot_fence_drained(struct kunit *test)
+{
+	struct test_env *env = test->priv;
+	struct ib_slot_pool_stats st;
+	struct ib_send_wr send;
+	struct ib_slot_qp *sqp;
+	struct ib_slot *slot;
+	struct fake_qp *fqp;
+	unsigned int mrs;
+	u32 base;
+
+	slot = retiring_slot(test, &sqp, &fqp);
+	mrs = env->fdev->nr_mrs;
+	KUNIT_ASSERT_EQ(test, post_reg_send(test, slot, &send), 0);
+	/* Drained: the post's WRs completed, its unsignaled tail flushed. */
+	fake_complete(fqp, 1, IB_WC_SUCCESS);
+	fake_complete(fqp, U32_MAX, IB_WC_WR_FLUSH_ERR);
+	test_poll(test);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	ib_slot_qp_drained(sqp);
+
+	base = fqp->tail;
+	KUNIT_ASSERT_EQ(test, ib_slot_fence(slot, NULL, test_fenced), 0);
+	KUNIT_EXPECT_EQ(test, fqp->tail, base);
+	KUNIT_ASSERT_TRUE(test, test_wait_set(&req_of(slot)->fenced));
+	KUNIT_EXPECT_EQ(test, req_of(slot)->fence_status, IB_WC_WR_FLUSH_ERR);
+	KUNIT_EXPECT_EQ(test, req_of(slot)->done, 1);
+	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs - 1);
+	KUNIT_EXPECT_EQ(test, env->fdev->posted_inv, 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&slot->busy), 0);
+	ib_slot_put(slot);
+	test_stats(env->pool, &st);
+	KUNIT_EXPECT_EQ(test, st.retired, 1);
+	KUNIT_EXPECT_EQ(test, st.misuse, 0);
 }
 
 /*
@@ -3130,7 +3269,7 @@ static void ib_slot_partial_post(struct kunit *test)
 
 	/* ib_modify_qp() reads the QP's port. */
 	test_ports(test);
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	slot = ib_slot_get(sqp);
@@ -3188,7 +3327,7 @@ static void ib_slot_partial_post_flushes(struct kunit *test)
 	struct fake_qp *fqp;
 
 	test_ports(test);
-	test_pool(test, &two_writes, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &two_writes, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	slot = ib_slot_get(sqp);
@@ -3221,7 +3360,7 @@ static void ib_slot_cancel_defers_resume(struct kunit *test)
 	struct ib_slot *held[2];
 	struct ib_slot_qp *sqp;
 
-	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 2);
 	held[0] = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, held[0]);
@@ -3253,7 +3392,7 @@ static void ib_slot_detach_cancels_waiters(struct kunit *test)
 	struct ib_slot_qp *sa, *sb;
 	struct ib_slot *b;
 
-	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE);
 	sa = test_qp(test, 0, 1);
 	sb = test_qp(test, 1, 1);
 	b = ib_slot_get(sb);
@@ -3293,7 +3432,7 @@ static void ib_slot_close_shuts_out_queued_and_granted(struct kunit *test)
 	struct ib_slot *x, *y;
 
 	env->resume_in_work = true;
-	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE);
 	sa = test_qp(test, 0, 2);
 	sb = test_qp(test, 1, 2);
 	x = ib_slot_get(sb);
@@ -3359,7 +3498,7 @@ static void ib_slot_quiesce_waits_running_resume(struct kunit *test)
 	struct ib_slot *x;
 
 	env->resume_in_work = true;
-	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 1);
 	x = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, x);
@@ -3395,7 +3534,7 @@ static void ib_slot_get_or_wait_keeps_qp_order(struct kunit *test)
 	struct ib_slot *x, *y, *z;
 
 	env->resume_in_work = true;
-	test_pool(test, &send_only, 3, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 3, IB_SLOT_BACKPRESSURE);
 	sa = test_qp(test, 0, 3);
 	sb = test_qp(test, 1, 3);
 	x = ib_slot_get(sb);
@@ -3457,7 +3596,7 @@ static void ib_slot_get_wait_killed(struct kunit *test)
 	struct ib_slot *x, *y;
 
 	env->resume_in_work = true;
-	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE);
 	sa = test_qp(test, 0, 2);
 	sb = test_qp(test, 1, 2);
 	x = ib_slot_get(sa);
@@ -3691,7 +3830,7 @@ static void ib_slot_stress_two_qps(struct kunit *test)
 	cur_stress = st;
 	sg_init_one(&sg, env, 64);
 	prandom_seed_state(&rnd, 0x1b510700ULL);
-	test_pool(test, &one_rkey, STRESS_SLOTS, IB_SLOT_BACKPRESSURE, 6);
+	test_pool(test, &one_rkey, STRESS_SLOTS, IB_SLOT_BACKPRESSURE);
 	test_qp(test, 0, 4);
 	test_qp(test, 1, 4);
 
@@ -3841,7 +3980,7 @@ static void ib_slot_stress_tag_cache(struct kunit *test)
 
 	if (num_online_cpus() < 2)
 		kunit_skip(test, "needs two CPUs");
-	test_pool(test, &send_only, RACE_SLOTS, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, RACE_SLOTS, IB_SLOT_BACKPRESSURE);
 	race.sqp = test_qp(test, 0, RACE_SLOTS);
 	cpu = cpumask_first(cpu_online_mask);
 	for (i = 0; i < 2; i++) {
@@ -3930,7 +4069,7 @@ static void ib_slot_iwarp_read_inv(struct kunit *test)
 	int round;
 
 	env->fdev->ibdev.node_type = RDMA_NODE_RNIC;
-	test_pool(test, &read_sink, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &read_sink, 1, IB_SLOT_NO_EXHAUST);
 	env->fdev->ibdev.node_type = RDMA_NODE_IB_CA;
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
@@ -3962,7 +4101,7 @@ static void ib_slot_roce_read_keeps_mr(struct kunit *test)
 	struct fake_qp *fqp;
 	u32 base, lkey;
 
-	test_pool(test, &read_sink, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &read_sink, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	read_sink_life(test, sqp, false, &lkey);
@@ -4333,7 +4472,7 @@ static void ib_slot_stress_close_races_grant(struct kunit *test)
 	cr = kunit_kzalloc(test, sizeof(*cr), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, cr);
 	cur_close = cr;
-	test_pool(test, &send_only, CR_SLOTS, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, CR_SLOTS, IB_SLOT_BACKPRESSURE);
 	full_a = ib_slot_qp_credits(test_qp(test, 0, CR_SLOTS));
 	sb = test_qp(test, 1, CR_SLOTS);
 	full_b = ib_slot_qp_credits(sb);
@@ -4494,7 +4633,7 @@ static void ib_slot_misuse_depth(struct kunit *test)
 	struct ib_slot *a, *b;
 	struct ib_slot_qp *sqp;
 
-	test_pool(test, &send_only, 2, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &send_only, 2, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 2);
 	a = ib_slot_get(sqp);
 	b = ib_slot_get(sqp);
@@ -4514,7 +4653,7 @@ static void ib_slot_misuse_double_put(struct kunit *test)
 	struct ib_slot_qp *sqp;
 	struct ib_slot *a, *b;
 
-	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 2);
 	a = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, a);
@@ -4542,7 +4681,7 @@ static void ib_slot_misuse_put_posted(struct kunit *test)
 	struct ib_slot_qp *sqp;
 	struct ib_slot *a;
 
-	test_pool(test, &send_only, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &send_only, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	a = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, a);
@@ -4574,7 +4713,7 @@ static void ib_slot_misuse_fence_armed(struct kunit *test)
 	struct fake_qp *fqp;
 	struct ib_slot *a;
 
-	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(cur_env->qp[0]);
 	a = ib_slot_get(sqp);
@@ -4610,7 +4749,7 @@ static void ib_slot_misuse_over_profile(struct kunit *test)
 	struct ib_slot_qp *sqp;
 	struct ib_slot *a;
 
-	test_pool(test, &send_only, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &send_only, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	a = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, a);
@@ -4735,7 +4874,7 @@ static void ib_slot_many_mrs(struct kunit *test)
 						   &cost), -EINVAL);
 	srp.nr_rkey_mrs = 34;
 
-	test_pool(test, &srp, 2, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &srp, 2, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 2);
 	fqp = to_fqp(env->qp[0]);
 	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, 2 * 34);
@@ -4775,7 +4914,7 @@ static void check_mr_reg(struct kunit *test, const struct ib_slot_profile *p,
 	struct ib_slot_qp *sqp;
 	struct ib_slot *slot;
 
-	test_pool(test, p, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, p, 1, IB_SLOT_NO_EXHAUST);
 	KUNIT_EXPECT_EQ(test, env->fdev->mr_type, type);
 	sqp = test_qp(test, 0, 1);
 	slot = ib_slot_get(sqp);
@@ -4835,7 +4974,7 @@ static void ib_slot_fence_by_rkey(struct kunit *test)
 	struct ib_slot *slot;
 	struct fake_qp *fqp;
 
-	test_pool(test, &two, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &two, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	fqp = to_fqp(env->qp[0]);
 	slot = ib_slot_get(sqp);
@@ -4933,8 +5072,8 @@ static void ib_slot_pools_share_qp(struct kunit *test)
 	u32 nr_cqe = 0;
 	int i;
 
-	side = test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE, 0);
-	reqs = test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST, 0);
+	side = test_pool(test, &send_only, 2, IB_SLOT_BACKPRESSURE);
+	reqs = test_pool(test, &one_rkey, 4, IB_SLOT_NO_EXHAUST);
 	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(reqs, 4, &attr, &nr_cqe), 0);
 	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(side, 2, &attr, &nr_cqe), 0);
 	/* The drain entry once, not once per pool. */
@@ -4991,7 +5130,7 @@ static void ib_slot_share_bounded_by_caps(struct kunit *test)
 	int i, got = 0;
 
 	env->fdev->sq_grant_round = true;
-	test_pool(test, &send_only, 8, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 8, IB_SLOT_BACKPRESSURE);
 	/* 4 slots and the drain ask for 5 entries; the device grants 8. */
 	sqp = test_qp(test, 0, 4);
 	fqp = to_fqp(env->qp[0]);
@@ -5015,7 +5154,7 @@ static void ib_slot_share_bounded_by_caps(struct kunit *test)
 }
 
 /*
- * A waiter stuck on its own QP's fair share holds back that QP only:
+ * A waiter stuck on its own QP's share holds back that QP only:
  * another QP's gets still take free slots without queueing.
  */
 static void ib_slot_share_waiter_local(struct kunit *test)
@@ -5028,9 +5167,9 @@ static void ib_slot_share_waiter_local(struct kunit *test)
 	int order[1], pos = 0;
 	int i;
 
-	test_pool(test, &send_only, 8, IB_SLOT_BACKPRESSURE, 2);
-	sa = test_qp(test, 0, 4);
-	sb = test_qp(test, 1, 4);
+	test_pool(test, &send_only, 8, IB_SLOT_BACKPRESSURE);
+	sa = test_qp(test, 0, 2);
+	sb = test_qp(test, 1, 2);
 	for (i = 0; i < 2; i++) {
 		a[i] = ib_slot_get(sa);
 		KUNIT_ASSERT_NOT_NULL(test, a[i]);
@@ -5073,7 +5212,7 @@ static void ib_slot_qp_type_costs(struct kunit *test)
 	u32 nr_cqe = 0;
 
 	env->fdev->xrc_costs_more = true;
-	test_pool(test, &one_rkey, 2, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 2, IB_SLOT_NO_EXHAUST);
 	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 2, &attr, &nr_cqe), 0);
 	test_qp_of(test, &attr, nr_cqe);
 	sqp = ib_slot_qp_attach(env->pool, env->qp[0], &attr.cap, 2);
@@ -5102,7 +5241,7 @@ static void ib_slot_qp_costs_as_asked(struct kunit *test)
 
 	env->fdev->xrc_costs_more = true;
 	env->fdev->grant_sge = 16;
-	test_pool(test, &one_rkey, 2, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &one_rkey, 2, IB_SLOT_NO_EXHAUST);
 	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 2, &attr, &nr_cqe), 0);
 	test_qp_of(test, &attr, nr_cqe);
 	KUNIT_ASSERT_EQ(test, attr.cap.max_send_sge, 16);
@@ -5135,8 +5274,7 @@ static void ib_slot_qp_cannot_post(struct kunit *test)
 		struct ib_slot_qp *sqp;
 		u32 nr_cqe = 0;
 
-		pool = test_pool(test, cases[i].profile, 2, IB_SLOT_NO_EXHAUST,
-				 0);
+		pool = test_pool(test, cases[i].profile, 2, IB_SLOT_NO_EXHAUST);
 		KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(pool, 2, &attr, &nr_cqe),
 				0);
 		test_qp_of(test, &attr, nr_cqe);
@@ -5169,7 +5307,7 @@ static void ib_slot_create_fail_nth(struct kunit *test)
 	u32 nr_cqe = 0;
 
 	/* A QP to attach to, sized by a pool made without faults. */
-	pool = test_pool(test, &one_rkey, 4, IB_SLOT_BACKPRESSURE, 0);
+	pool = test_pool(test, &one_rkey, 4, IB_SLOT_BACKPRESSURE);
 	KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(pool, 4, &qattr, &nr_cqe), 0);
 	env->cq = test_cq(test, nr_cqe);
 	qattr.send_cq = env->cq;
@@ -5237,7 +5375,7 @@ static void ib_slot_misuse_multi_cqe_tail(struct kunit *test)
 	struct ib_slot *slot;
 
 	env->fdev->pi_two_cqes = true;
-	test_pool(test, &pi, 1, IB_SLOT_NO_EXHAUST, 0);
+	test_pool(test, &pi, 1, IB_SLOT_NO_EXHAUST);
 	sqp = test_qp(test, 0, 1);
 	slot = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, slot);
@@ -5271,7 +5409,7 @@ static void ib_slot_misuse_follower(struct kunit *test)
 	int i;
 
 	sg_init_one(&sg, env, 64);
-	test_pool(test, &one_rkey, 3, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &one_rkey, 3, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 3);
 	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, 3, &lead), 0);
 	f1 = lead->joined;
@@ -5337,7 +5475,7 @@ static void ib_slot_misuse_lead_room(struct kunit *test)
 	struct ib_slot_qp *sqp;
 	struct ib_slot *lead;
 
-	test_pool(test, &two_writes, 3, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &two_writes, 3, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 3);
 	KUNIT_ASSERT_EQ(test, ib_slot_get_nr(sqp, 3, &lead), 0);
 	write_chain(wrs, 10);
@@ -5376,7 +5514,7 @@ static void ib_slot_misuse_quiesce_from_resume(struct kunit *test)
 	struct ib_slot *x;
 
 	env->resume_in_work = true;
-	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE, 0);
+	test_pool(test, &send_only, 1, IB_SLOT_BACKPRESSURE);
 	sqp = test_qp(test, 0, 1);
 	x = ib_slot_get(sqp);
 	KUNIT_ASSERT_NOT_NULL(test, x);
@@ -5403,7 +5541,7 @@ static void ib_slot_misuse_rw_no_port(struct kunit *test)
 	u32 nr_cqe = 0;
 
 	test_ports(test);
-	pool = test_pool(test, &rw_lkey, 2, IB_SLOT_NO_EXHAUST, 0);
+	pool = test_pool(test, &rw_lkey, 2, IB_SLOT_NO_EXHAUST);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_caps(pool, 2, &attr, &nr_cqe),
 			-EINVAL);
 	KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, 0);
@@ -5429,7 +5567,7 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_cancel),
 	KUNIT_CASE(ib_slot_close_refuses),
 	KUNIT_CASE(ib_slot_sleeping_get),
-	KUNIT_CASE(ib_slot_fair_share),
+	KUNIT_CASE(ib_slot_qp_share),
 	KUNIT_CASE(ib_slot_tag_cache_steal),
 	KUNIT_CASE(ib_slot_credits_per_qp),
 	KUNIT_CASE(ib_slot_fence_remote),
@@ -5463,6 +5601,8 @@ static struct kunit_case ib_slot_lifetime_test_cases[] = {
 	KUNIT_CASE(ib_slot_get_or_wait_keeps_qp_order),
 	KUNIT_CASE(ib_slot_get_wait_killed),
 	KUNIT_CASE(ib_slot_fence_flushed_counts),
+	KUNIT_CASE(ib_slot_fence_dead_device),
+	KUNIT_CASE(ib_slot_fence_drained),
 	KUNIT_CASE(ib_slot_destroy_races_done),
 	{}
 };
@@ -5562,3 +5702,4 @@ kunit_test_suites(&ib_slot_test_suite, &ib_slot_cost_test_suite,
 
 MODULE_DESCRIPTION("KUnit tests for ib_slot pools");
 MODULE_LICENSE("GPL");
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);

@@ -1097,6 +1097,23 @@ xprtrdma_idle() { [ "$(xprtrdma_sum in_use)" = 0 ]; }
 # shellcheck disable=SC2317 # called through wait_for
 no_xprtrdma_pool() { [ -z "$(xprtrdma_pools)" ]; }
 
+# fail_mr_arm: every MR an ib_slot pool allocates from now on is refused
+# (a device that can no longer create MRs); fail_mr_disarm ends it and
+# prints how many were refused.  Nothing on a kernel without ib_slot.
+FAIL_MR=$SLOT_DEBUGFS/fail_mr
+FAIL_MR_TIMES=1000000
+fail_mr_arm() {
+	[ -d $FAIL_MR ] || return 0
+	echo 0 > $FAIL_MR/verbose
+	echo 100 > $FAIL_MR/probability
+	echo $FAIL_MR_TIMES > $FAIL_MR/times
+}
+fail_mr_disarm() {
+	[ -d $FAIL_MR ] || { echo 0; return; }
+	echo $((FAIL_MR_TIMES - $(cat $FAIL_MR/times)))
+	echo 0 > $FAIL_MR/probability
+}
+
 # xprtrdma_pools_check: while mounted and idle, the NFS client's pools have
 # every slot back and no misuse (and exist, on a kernel with ib_slot);
 # shows their stats, what is wrong adds a word to $bad.

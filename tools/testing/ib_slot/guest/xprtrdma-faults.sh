@@ -8,8 +8,9 @@
 # reader of 1 MiB blocks killed with SIGKILL five times while its RPCs are
 # out (their slots are fenced and put by xprt_rdma_free()).  Phase 3:
 # "rpc.nfsd 0" then "rpc.nfsd 4", three times.  Phase 4: "rdma link delete"
-# of the device under I/O (every client pool must go within 30 s), then
-# the device added again.  Checks: I/O moves on both mounts again after
+# of the device under I/O while ib_slot can create no MR (debugfs fail_mr):
+# the delete returns and every client pool goes within 30 s; then the
+# device added again, still refusing MRs for 3 s.  Checks: I/O moves on both mounts again after
 # every fault; each connection reconnected for each QP error; fio ends
 # without an error (a hard mount retries what a fault cut off); the client's
 # pools end with every slot back and no misuse; after the unmount no pool
@@ -92,7 +93,10 @@ for i in 1 2 3; do
 	io_resumes "p3-$i"
 done
 
-step "phase 4: rdma link delete $IBDEV under I/O, then added again"
+step "phase 4: rdma link delete $IBDEV under I/O, MRs refused, then added again"
+# From here the device creates no MR for ib_slot: the fences the
+# disconnect flushes must not wait for one, nor the pools' destroy.
+fail_mr_arm
 link_delete
 if wait_for 30 no_xprtrdma_pool; then
 	log "p4: the client's pools gone $(since "$LINK_DEL_T") s after the delete started"
@@ -102,6 +106,9 @@ else
 fi
 sleep 2
 link_readd || bad+=" p4-no-$IBDEV"
+# Reconnects fail while MRs are refused, and succeed once they are not.
+sleep 3
+log "p4: $(fail_mr_disarm) MR allocation(s) refused"
 io_resumes "p4"
 
 step "checks"

@@ -427,7 +427,7 @@ static void ex_client_issue(struct ex_conn *conn)
 		goto out_put;
 	msg = &conn->bufs.msgs[tag];
 	*msg = (struct ex_msg){
-		.addr = cpu_to_le64(slot->mrs[0].mr->iova),
+		.addr = cpu_to_le64(ib_slot_mr(slot, 0)->iova),
 		.rkey = cpu_to_le32(ib_slot_rkey(slot, 0)),
 		.len = cpu_to_le32(req_size),
 		.seed = cpu_to_le32(req->seed),
@@ -709,7 +709,7 @@ static void ex_server_exec(struct ex_recv *cmd)
 					   IB_ACCESS_LOCAL_WRITE |
 					   IB_ACCESS_REMOTE_WRITE) != 1)
 				goto out_finish;
-			mr = slot->mrs[0].mr;
+			mr = ib_slot_mr(slot, 0);
 			cmd->rdma_sge.addr = mr->iova;
 			cmd->rdma_sge.lkey = mr->lkey;
 			ex_inc(EX_S_READ_MR);
