@@ -411,6 +411,8 @@ struct test_req {
 	unsigned int		done;
 	unsigned int		fenced;
 	unsigned int		done_at_fenced;
+	/* The fake device's MRs when fenced() ran: were the dead ones gone? */
+	unsigned int		mrs_at_fenced;
 	enum ib_wc_status	fence_status;
 	enum ib_wc_status	status;
 	int			seq;
@@ -522,6 +524,7 @@ static void test_fenced(struct ib_slot *slot, enum ib_wc_status status)
 {
 	struct test_req *req = ib_slot_priv(slot);
 
+	req->mrs_at_fenced = cur_env->fdev->nr_mrs;
 	req->fenced++;
 	req->fence_status = status;
 	req->done_at_fenced = req->done;
@@ -3162,6 +3165,8 @@ static void ib_slot_fence_dead_device(struct kunit *test)
 	test_poll(test);
 	KUNIT_ASSERT_TRUE(test, test_wait_set(&req_of(slot)->fenced));
 	KUNIT_EXPECT_EQ(test, req_of(slot)->fence_status, IB_WC_WR_FLUSH_ERR);
+	/* The rkeys were dead, their MRs deregistered, before fenced(). */
+	KUNIT_EXPECT_EQ(test, req_of(slot)->mrs_at_fenced, mrs - 3);
 	KUNIT_EXPECT_EQ(test, env->fdev->nr_mrs, mrs - 3);
 	ib_slot_put(slot);
 

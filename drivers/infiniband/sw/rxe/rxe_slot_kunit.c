@@ -655,7 +655,7 @@ static void rsk_rdma_wr(struct ib_rdma_wr *rdma, enum ib_wr_opcode opcode,
 	rdma->wr.opcode = opcode;
 	rdma->wr.sg_list = sge;
 	rdma->wr.num_sge = 1;
-	rdma->remote_addr = target->mrs[0].mr->iova;
+	rdma->remote_addr = ib_slot_mr(target, 0)->iova;
 	rdma->rkey = ib_slot_rkey(target, 0);
 }
 
@@ -792,6 +792,51 @@ static void rsk_slot_local_inv(struct kunit *test)
 	rsk_put(ctx, ts);
 }
 
+/*
+ * The QP that exposed a buffer fails before its fence: the fence's
+ * LOCAL_INV is flushed, and fenced() runs once the core has deregistered
+ * the MR.  A peer that kept the rkey and writes through another QP of the
+ * same PD then fails at the responder, and the buffer stays as it was:
+ * the memory may go back once fenced() runs.
+ */
+static void rsk_slot_fence_flushed(struct kunit *test)
+{
+	struct rsk_ctx *ctx = rsk_ctx_new(test);
+	struct ib_slot_pool *pool = rsk_pool(ctx, &rsk_reg_sync, 1);
+	struct rsk_buf *src = rsk_buf(ctx, 0), *dst = rsk_buf(ctx, 0);
+	struct rsk_end *a = rsk_end(ctx, NULL, 4, IB_POLL_DIRECT);
+	struct rsk_end *b = rsk_end(ctx, pool, 1, IB_POLL_DIRECT);
+	struct rsk_end *c = rsk_end(ctx, NULL, 4, IB_POLL_DIRECT);
+	struct rsk_end *d = rsk_end(ctx, NULL, 4, IB_POLL_DIRECT);
+	struct ib_sge sge = {
+		.addr = src->dma,
+		.length = RSK_BUF_SIZE,
+		.lkey = ctx->pd->local_dma_lkey,
+	};
+	struct rsk_counter wrote;
+	struct ib_rdma_wr rdma = { .wr.wr_cqe = &wrote.cqe,
+				   .wr.send_flags = IB_SEND_SIGNALED };
+	struct ib_slot *ts;
+
+	rsk_connect(test, a, b);
+	rsk_connect(test, c, d);
+	rsk_counter_init(&wrote);
+	rsk_pattern(src->va, RSK_BUF_SIZE, 11);
+
+	ts = rsk_expose(ctx, b, dst);
+	rsk_rdma_wr(&rdma, IB_WR_RDMA_WRITE, &sge, ts);
+
+	rsk_set_state(test, b, IB_QPS_ERR);
+	KUNIT_EXPECT_EQ(test, 0, ib_slot_fence(ts, NULL, rsk_fenced));
+	KUNIT_ASSERT_TRUE(test, rsk_wait(ctx, &ctx->fenced, 1));
+	rsk_put(ctx, ts);
+
+	KUNIT_ASSERT_EQ(test, 0, ib_post_send(c->qp, &rdma.wr, NULL));
+	KUNIT_ASSERT_TRUE(test, rsk_wait(ctx, &wrote.n, 1));
+	KUNIT_EXPECT_EQ(test, wrote.last.status, IB_WC_REM_ACCESS_ERR);
+	KUNIT_EXPECT_NULL(test, memchr_inv(dst->va, 0, RSK_BUF_SIZE));
+}
+
 /* A target's reply: two rdma_rw contexts of RDMA WRITE and a SEND. */
 static const struct ib_slot_profile rsk_rw_write = {
 	.max_rdma_sges = 2,
@@ -817,7 +862,7 @@ static struct ib_send_wr *rsk_rw_chain(struct kunit *test, struct rsk_end *e,
 		sg_init_one(&sg[i], src->va + i * half, half);
 		KUNIT_ASSERT_EQ(test, 1,
 				rdma_rw_ctx_init(&rw[i], e->qp, 1, &sg[i], 1, 0,
-						 ts->mrs[0].mr->iova + i * half,
+						 ib_slot_mr(ts, 0)->iova + i * half,
 						 ib_slot_rkey(ts, 0),
 						 DMA_TO_DEVICE));
 	}
@@ -1472,6 +1517,7 @@ static struct kunit_case rsk_cases[] = {
 	KUNIT_CASE(rsk_slot_drain_full),
 	KUNIT_CASE(rsk_slot_round_trip),
 	KUNIT_CASE(rsk_slot_local_inv),
+	KUNIT_CASE(rsk_slot_fence_flushed),
 	KUNIT_CASE(rsk_slot_rw_chain_flush),
 	KUNIT_CASE(rsk_slot_rw_qp_caps),
 	KUNIT_CASE_SLOW(rsk_slot_backpressure_load),

@@ -49,6 +49,10 @@ login() {
 	srp_login "$1"
 	RPORT=$(srp_host_rport "$SRP_HOST") || fail "no remote port of $SRP_HOST"
 	echo 1 > "$RPORT/reconnect_delay" || fail "reconnect_delay"
+	# The SCSI layer's own 30 s, scaled as the waits are: under KASAN a
+	# 4 MiB write queued behind seven others at eight slots takes longer.
+	echo $((30 * WAIT_SCALE)) > "/sys/block/${DISK#/dev/}/device/timeout" ||
+		fail "SCSI timeout"
 	log "${RPORT##*/}: reconnect_delay $(cat "$RPORT/reconnect_delay")," \
 		"fast_io_fail_tmo $(cat "$RPORT/fast_io_fail_tmo"), dev_loss_tmo $(cat "$RPORT/dev_loss_tmo")"
 }
