@@ -37,19 +37,6 @@ enum ib_slot_policy {
 };
 
 /**
- * enum ib_slot_fence - when the rkey-side MRs of a slot are invalidated
- * @IB_SLOT_FENCE_LAZY: invalidate at the next registration of the MR, in
- *	the same post (the rdma_rw and SRP model).
- * @IB_SLOT_FENCE_SYNC: the ULP calls ib_slot_fence() when the peer is done
- *	with the memory; the MRs are dead when its callback runs (the NFS
- *	client and NVMe host model).
- */
-enum ib_slot_fence {
-	IB_SLOT_FENCE_LAZY,
-	IB_SLOT_FENCE_SYNC,
-};
-
-/**
  * struct ib_slot_profile - what one slot may do between get and put
  * @nr_rkey_mrs: MRs exposed to the peer; each costs a REG_MR and a
  *	LOCAL_INV Send WR
@@ -66,11 +53,10 @@ enum ib_slot_fence {
  * @nr_sends: SEND (or SEND_WITH_INV) WRs
  * @nr_recvs: Receive WRs the slot consumes (0 for SRQ users)
  * @integrity: the rkey MRs are integrity (T10-PI) MRs
- * @fence: see &enum ib_slot_fence
- * @fence_retires_post: with %IB_SLOT_FENCE_SYNC, a post that registers an
- *	rkey MR leaves its last WR unsignaled: the signaled LOCAL_INV of the
- *	fence that must follow completes after it and retires it, so that a
- *	request costs one completion, not two.  The slot takes no other post
+ * @fence_retires_post: a post that registers an rkey MR leaves its last WR
+ *	unsignaled: the signaled LOCAL_INV of the ib_slot_fence() that must
+ *	follow completes after it and retires it, so that a request costs
+ *	one completion, not two.  The slot takes no other post
  *	until then.  Once the peer invalidates an rkey itself, the pool's
  *	posts are signaled again.  For ULPs that post once per request (SRP)
  * @rw_mrs: the lkey MRs are those rdma_rw_ctx_init() takes from the QP's
@@ -90,7 +76,6 @@ struct ib_slot_profile {
 	u8			nr_sends;
 	u8			nr_recvs;
 	bool			integrity;
-	enum ib_slot_fence	fence;
 	bool			fence_retires_post;
 	bool			rw_mrs;
 };

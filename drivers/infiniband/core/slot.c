@@ -241,9 +241,6 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 		why = "only no-exhaust pools are indexed";
 	else if (attr->policy > IB_SLOT_BACKPRESSURE)
 		why = "unknown policy";
-	else if (attr->profile.fence_retires_post &&
-		 attr->profile.fence != IB_SLOT_FENCE_SYNC)
-		why = "only a synchronous fence retires a post";
 	if (why) {
 		dev_warn(&dev->dev, "ib_slot: invalid pool: %s\n", why);
 		return ERR_PTR(-EINVAL);

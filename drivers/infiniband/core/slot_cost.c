@@ -112,8 +112,6 @@ int ib_slot_profile_cost(struct ib_device *dev,
 		why = "device has no SG_GAPS registration";
 	else if (profile->sg_gaps && profile->integrity)
 		why = "integrity MRs have no SG_GAPS type";
-	else if (profile->fence > IB_SLOT_FENCE_SYNC)
-		why = "unknown fence mode";
 	else if (dev->attrs.max_send_sge && sge > dev->attrs.max_send_sge)
 		why = "max_send_sge above the device limit";
 

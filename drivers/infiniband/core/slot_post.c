@@ -483,7 +483,11 @@ void ib_slot_replace_work(struct work_struct *work)
 	     tag++) {
 		struct ib_slot *slot = ib_slot_at(pool, tag);
 
-		if (!test_bit(IB_SLOT_F_RETIRED, &slot->flags))
+		/*
+		 * Pairs with test_and_set_bit() in ib_slot_recycle_work(),
+		 * which may run beside us: the MRs it took are seen gone.
+		 */
+		if (!test_bit_acquire(IB_SLOT_F_RETIRED, &slot->flags))
 			continue;
 		for (i = 0; i < pool->profile.nr_rkey_mrs; i++) {
 			struct ib_slot_mr *smr = &slot->mrs[i];
@@ -777,7 +781,7 @@ static int __ib_slot_fence(struct ib_slot *slot, bool remote, u32 inv_rkey,
 
 /**
  * ib_slot_fence - make sure the peer can no longer reach a slot's memory
- * @slot: a slot of a pool whose profile fences synchronously
+ * @slot: a slot in use, with rkey MRs the peer was given
  * @wc: the Receive completion of the peer's reply, or %NULL
  * @fenced: called once every rkey MR of @slot is invalid and every post of
  *	@slot has completed, with the status of the LOCAL_INV chain
@@ -824,7 +828,7 @@ EXPORT_SYMBOL(ib_slot_fence);
 
 /**
  * ib_slot_fence_rkey - ib_slot_fence() for a ULP that kept only the rkey
- * @slot: a slot of a pool whose profile fences synchronously
+ * @slot: a slot in use, with rkey MRs the peer was given
  * @inv_rkey: the rkey the peer invalidated (the Receive completion's
  *	ex.invalidate_rkey with %IB_WC_WITH_INVALIDATE)
  * @fenced: as for ib_slot_fence()

@@ -571,7 +571,6 @@ static const struct ib_slot_profile send_only = {
 
 static const struct ib_slot_profile one_rkey = {
 	.nr_rkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
-	.fence = IB_SLOT_FENCE_SYNC,
 };
 
 static struct ib_slot_pool *
@@ -863,7 +862,7 @@ static const struct cost_case cost_cases[] = {
 	  0, { 3, 3, 0 } },
 	{ "NFS client, 3 MRs",
 	  { .nr_rkey_mrs = 3, .max_pages_per_mr = 256, .nr_sends = 1,
-	    .nr_recvs = 1, .fence = IB_SLOT_FENCE_SYNC }, 0, { 7, 8, 1 } },
+	    .nr_recvs = 1 }, 0, { 7, 8, 1 } },
 	{ "iWARP READ sink",
 	  { .nr_lkey_mrs = 1, .max_pages_per_mr = 64, .nr_sends = 1 },
 	  0, { 4, 4, 0 } },
@@ -881,8 +880,8 @@ static const struct cost_case cost_cases[] = {
 	{ "MR without pages", { .nr_rkey_mrs = 1, .nr_sends = 1 }, -EINVAL,
 	  { } },
 	{ "SRP, max_sect=131072 without SG_GAPS: 34 MRs",
-	  { .nr_rkey_mrs = 34, .max_pages_per_mr = 256, .nr_sends = 1,
-	    .fence = IB_SLOT_FENCE_SYNC }, 0, { 69, 69, 0 } },
+	  { .nr_rkey_mrs = 34, .max_pages_per_mr = 256, .nr_sends = 1 },
+	  0, { 69, 69, 0 } },
 	{ "64 MRs", { .nr_rkey_mrs = 64, .max_pages_per_mr = 1 }, 0,
 	  { 128, 128, 0 } },
 	{ "too many MRs",
@@ -2003,7 +2002,7 @@ static u64 misuse_count(struct kunit *test);
 
 static const struct ib_slot_profile retiring = {
 	.nr_rkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
-	.fence = IB_SLOT_FENCE_SYNC, .fence_retires_post = true,
+	.fence_retires_post = true,
 };
 
 /* A slot of a one-slot pool with the profile above, on its own QP. */
@@ -3032,7 +3031,6 @@ static void ib_slot_post_races_completion(struct kunit *test)
 
 static const struct ib_slot_profile three_rkeys = {
 	.nr_rkey_mrs = 3, .max_pages_per_mr = 16, .nr_sends = 1,
-	.fence = IB_SLOT_FENCE_SYNC,
 };
 
 /* Wait, 2 s at most, until @pool has no retired slot. */
@@ -4861,7 +4859,6 @@ static void ib_slot_many_mrs(struct kunit *test)
 {
 	struct ib_slot_profile srp = {
 		.nr_rkey_mrs = 34, .max_pages_per_mr = 256, .nr_sends = 1,
-		.fence = IB_SLOT_FENCE_SYNC,
 	};
 	struct test_env *env = test->priv;
 	struct ib_slot_pool_stats st;
@@ -4970,7 +4967,6 @@ static void ib_slot_fence_by_rkey(struct kunit *test)
 {
 	struct ib_slot_profile two = {
 		.nr_rkey_mrs = 2, .max_pages_per_mr = 16, .nr_sends = 1,
-		.fence = IB_SLOT_FENCE_SYNC,
 	};
 	struct test_env *env = test->priv;
 	struct ib_slot_pool_stats st;

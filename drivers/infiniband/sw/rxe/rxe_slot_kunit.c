@@ -550,7 +550,6 @@ static const struct ib_slot_profile rsk_reg_send = {
 static const struct ib_slot_profile rsk_reg_sync = {
 	.nr_rkey_mrs = 1,
 	.max_pages_per_mr = RSK_PAGES,
-	.fence = IB_SLOT_FENCE_SYNC,
 };
 
 /*

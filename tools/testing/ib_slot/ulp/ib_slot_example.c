@@ -1041,7 +1041,6 @@ static int ex_client_connect(struct ex_conn *conn)
 			.max_pages_per_mr = ex_pages(),
 			.nr_sends = 1,
 			.nr_recvs = 1,
-			.fence = IB_SLOT_FENCE_SYNC,
 		},
 		.priv_size = sizeof(struct ex_creq),
 		.name = "ex-client",
