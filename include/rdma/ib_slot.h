@@ -40,9 +40,13 @@ enum ib_slot_policy {
  * struct ib_slot_profile - what one slot may do between get and put
  * @nr_rkey_mrs: MRs exposed to the peer; each costs a REG_MR and a
  *	LOCAL_INV Send WR
- * @nr_lkey_mrs: MRs used as local sink or source of an RDMA operation
- *	(the iWARP RDMA READ sink); each costs LOCAL_INV, REG_MR and one RDMA
- *	WR
+ * @nr_lkey_mrs: MRs that rdma_rw_ctx_init() takes from the QP's pool for
+ *	the slot's RDMA (the iWARP RDMA READ sink, max_sgl_rd, force_mr),
+ *	set by ib_slot_profile_rw(); each costs LOCAL_INV, REG_MR and one
+ *	RDMA WR.  The pool allocates none: ib_slot_qp_caps() has the QP
+ *	created with @nr_lkey_mrs of them per slot, and without the Send
+ *	Queue room rdma_rw_init_qp() would add for them, which the slots
+ *	hold already
  * @max_pages_per_mr: page list length of each MR (SG entries with @sg_gaps)
  * @page_shift: log2 of the page size MRs are registered with; 0 means
  *	PAGE_SHIFT.  The device must support it (attrs.page_size_cap)
@@ -59,11 +63,6 @@ enum ib_slot_policy {
  *	one completion, not two.  The slot takes no other post
  *	until then.  Once the peer invalidates an rkey itself, the pool's
  *	posts are signaled again.  For ULPs that post once per request (SRP)
- * @rw_mrs: the lkey MRs are those rdma_rw_ctx_init() takes from the QP's
- *	pool, not the slot's: the pool allocates none, and ib_slot_qp_caps()
- *	has the QP created with @nr_lkey_mrs of them per slot and without
- *	the Send Queue room rdma_rw_init_qp() would add for them, which the
- *	slots hold already.  For ULPs that post rdma_rw contexts
  */
 struct ib_slot_profile {
 	u8			nr_rkey_mrs;
@@ -77,7 +76,6 @@ struct ib_slot_profile {
 	u8			nr_recvs;
 	bool			integrity;
 	bool			fence_retires_post;
-	bool			rw_mrs;
 };
 
 /**
@@ -146,7 +144,7 @@ struct ib_slot_mr {
  *	retires (&ib_slot_profile.fence_retires_post), for its error
  * @pool: owning pool
  * @sqp: the QP the slot is bound to between get and put
- * @mrs: @nr_mrs MRs, rkey-side first
+ * @mrs: the slot's @nr_mrs rkey MRs
  * @nr_mrs: number of entries in @mrs
  * @mapped: bit i set: ib_slot_map_mr() prepared @mrs[i] for the next post
  * @tag: index of the slot in its pool
@@ -312,8 +310,6 @@ void ib_slot_put(struct ib_slot *slot);
 int ib_slot_map_mr(struct ib_slot *slot, unsigned int idx,
 		   struct scatterlist *sg, int sg_nents,
 		   unsigned int *sg_offset, int access);
-bool ib_slot_rdma_needs_mr(const struct ib_slot *slot,
-			   enum dma_data_direction dir, u32 sg_cnt);
 int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr);
 int ib_slot_fence(struct ib_slot *slot, const struct ib_wc *wc,
 		  void (*fenced)(struct ib_slot *slot,

@@ -41,7 +41,7 @@ static DEFINE_IDA(ib_slot_ida);
 
 static void ib_slot_free_mrs(struct ib_slot_pool *pool)
 {
-	u32 i, nr = pool->nr_slots * ib_slot_own_mrs(&pool->profile);
+	u32 i, nr = pool->nr_slots * pool->profile.nr_rkey_mrs;
 
 	for (i = 0; i < nr; i++)
 		if (pool->mrs[i].mr)
@@ -73,7 +73,7 @@ struct ib_mr *ib_slot_new_mr(struct ib_slot_pool *pool, bool pi)
 
 static int ib_slot_alloc_mrs(struct ib_slot_pool *pool)
 {
-	u32 per_slot = ib_slot_own_mrs(&pool->profile);
+	u32 per_slot = pool->profile.nr_rkey_mrs;
 	u32 tag, i;
 
 	if (!per_slot)
@@ -257,8 +257,6 @@ struct ib_slot_pool *ib_slot_pool_create(const struct ib_slot_pool_attr *attr)
 	pool->indexed = attr->indexed;
 	pool->refuse_get = attr->indexed;
 	pool->resume_in_work = attr->resume_in_work;
-	pool->read_inv = rdma_node_get_transport(dev->node_type) ==
-			 RDMA_TRANSPORT_IWARP;
 	pool->nr_tags = attr->nr_slots;
 	pool->nr_slots = attr->nr_slots + attr->nr_reserved;
 	pool->done = attr->done;

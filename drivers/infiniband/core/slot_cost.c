@@ -266,7 +266,7 @@ static u32 ib_slot_rw_wrs(struct ib_slot_pool *pool,
  * posted outside slots is added to the caps afterwards.  The total is
  * checked against the largest Send Queue the device accepts for these
  * caps (ib_query_qp_budget()), which may be less than attrs.max_qp_wr.
- * For a pool of &ib_slot_profile.rw_mrs, cap.max_rdma_ctxs grows by the
+ * With &ib_slot_profile.nr_lkey_mrs, cap.max_rdma_ctxs grows by the
  * pool's lkey MRs, and cap.max_send_wr is left short of what the slots
  * need by what rdma_rw_init_qp() adds for all the contexts, so that the
  * QP is created with the Send Queue the slots need, once; set
@@ -283,7 +283,7 @@ int ib_slot_qp_caps(struct ib_slot_pool *pool, u32 nr_slots,
 	const struct ib_slot_profile *p = &pool->profile;
 	bool first = !*nr_cqe;
 	u64 ctxs = init_attr->cap.max_rdma_ctxs +
-		   (p->rw_mrs ? (u64)nr_slots * p->nr_lkey_mrs : 0);
+		   (u64)nr_slots * p->nr_lkey_mrs;
 	/* rdma_rw_init_qp() adds room for the contexts asked for before. */
 	u64 sq = (u64)nr_slots * pool->cost.sqes + init_attr->cap.max_send_wr +
 		 ib_slot_rw_wrs(pool, init_attr, init_attr->cap.max_rdma_ctxs) +
@@ -340,7 +340,6 @@ void ib_slot_profile_rw(struct ib_slot_profile *profile,
 {
 	u32 mr_pages = rdma_rw_mr_pages(dev, port_num);
 
-	profile->rw_mrs = true;
 	profile->max_rdma_sges = max_pages;
 	profile->max_pages_per_mr = mr_pages;
 	profile->nr_lkey_mrs = mr_pages ? DIV_ROUND_UP(max_pages, mr_pages) : 0;
@@ -390,7 +389,7 @@ unsigned int ib_slot_demand_slots(const struct ib_slot_qp *sqp,
 	const struct ib_slot_pool *pool = sqp->pool;
 	u64 units = (u64)max(demand->nr_wrs, 1U) * pool->max_units;
 	u64 nr = DIV_ROUND_UP_ULL(units, pool->cost.sqes);
-	u32 lkey_mrs = pool->profile.rw_mrs ? pool->profile.nr_lkey_mrs : 0;
+	u32 lkey_mrs = pool->profile.nr_lkey_mrs;
 
 	if (demand->nr_rw_mrs) {
 		if (!lkey_mrs)

@@ -35,7 +35,7 @@ static int ib_slot_ask_replace(struct ib_slot *slot)
 /**
  * ib_slot_map_mr - map a scatterlist onto one of a slot's MRs
  * @slot: the slot
- * @idx: which MR (rkey-side MRs come first)
+ * @idx: which MR, below &ib_slot_profile.nr_rkey_mrs
  * @sg: DMA-mapped scatterlist
  * @sg_nents: entries in @sg
  * @sg_offset: byte offset into @sg, updated as ib_map_mr_sg() does
@@ -114,35 +114,6 @@ static void ib_slot_chain(struct ib_slot_pool *pool, struct ib_send_wr ***tail,
 	*n += ib_slot_wr_units(pool, wr);
 }
 
-/**
- * ib_slot_rdma_needs_mr - whether an RDMA transfer must go through an MR
- * @slot: a slot bound to a QP
- * @dir: %DMA_FROM_DEVICE for the sink of an RDMA READ, %DMA_TO_DEVICE for
- *	the source of an RDMA WRITE
- * @sg_cnt: DMA-mapped entries to transfer
- *
- * The decision rdma_rw makes: iWARP requires the sink of an RDMA READ to be
- * registered with remote write access, and a device with max_sgl_rd reads
- * long lists faster through an MR than with many SGEs.  When it says so,
- * the transfer takes one of the slot's lkey MRs (ib_slot_map_mr()),
- * otherwise SGEs straight from @sg.
- *
- * Context: Any context.
- * Return: %true if the transfer needs an lkey MR.
- */
-bool ib_slot_rdma_needs_mr(const struct ib_slot *slot,
-			   enum dma_data_direction dir, u32 sg_cnt)
-{
-	struct ib_device *dev = slot->pool->dev;
-
-	if (dir != DMA_FROM_DEVICE)
-		return false;
-	if (rdma_node_get_transport(dev->node_type) == RDMA_TRANSPORT_IWARP)
-		return true;
-	return dev->attrs.max_sgl_rd && sg_cnt > dev->attrs.max_sgl_rd;
-}
-EXPORT_SYMBOL(ib_slot_rdma_needs_mr);
-
 /* The index of the slot MR whose REG_MR or LOCAL_INV @wr is, or -1. */
 static int ib_slot_wr_mr(const struct ib_slot *slot,
 			 const struct ib_send_wr *wr)
@@ -181,7 +152,7 @@ static bool ib_slot_unpost(struct ib_slot *slot, struct ib_send_wr *first,
 			inv++;
 		} else {
 			__clear_bit(i, mapped);
-			/* Registered; its READ_WITH_INV may be refused. */
+			/* Registered under its new key. */
 			slot->mrs[i].mr->need_inval = true;
 		}
 	}
@@ -250,35 +221,6 @@ void ib_slot_partial_work(struct work_struct *work)
 	}
 }
 
-/*
- * On iWARP the sink of an RDMA READ is an lkey MR the peer may write
- * until it is invalidated (ib_slot_rdma_needs_mr()).  A READ into one
- * registered by this post invalidates it on completion, as rdma_rw does,
- * so that the peer cannot write into the buffer after the READ and the
- * next registration needs no LOCAL_INV.  Returns the MR's index, or -1.
- */
-static int ib_slot_read_inv(struct ib_slot *slot, struct ib_send_wr *wr,
-			    const unsigned long *mapped)
-{
-	struct ib_slot_pool *pool = slot->pool;
-	unsigned int i;
-
-	if (!pool->read_inv || wr->num_sge != 1 ||
-	    (wr->opcode != IB_WR_RDMA_READ &&
-	     wr->opcode != IB_WR_RDMA_READ_WITH_INV))
-		return -1;
-	for (i = pool->profile.nr_rkey_mrs; i < slot->nr_mrs; i++) {
-		struct ib_mr *mr = slot->mrs[i].mr;
-
-		if (test_bit(i, mapped) && wr->sg_list[0].lkey == mr->lkey) {
-			wr->opcode = IB_WR_RDMA_READ_WITH_INV;
-			wr->ex.invalidate_rkey = mr->lkey;
-			return i;
-		}
-	}
-	return -1;
-}
-
 /* Whether the QP accepts @wr: refused here, it never reaches the doorbell. */
 static bool ib_slot_wr_fits(const struct ib_slot_qp *sqp,
 			    const struct ib_send_wr *wr)
@@ -299,10 +241,7 @@ static bool ib_slot_wr_fits(const struct ib_slot_qp *sqp,
  * slot; only the last one is signaled, and the pool's done callback runs
  * once when it completes or is flushed.  The chain is charged against the
  * slot's credits, reserved at get, so the provider never lacks room, and
- * checked against what the QP accepts before the doorbell.  On iWARP, an
- * RDMA READ whose sink is an lkey MR of the slot mapped for this post goes
- * out as RDMA_READ_WITH_INV of that MR, which the next registration then
- * does not invalidate again; map the MR again before another READ.
+ * checked against what the QP accepts before the doorbell.
  * @wr may be a chain rdma_rw_ctx_wrs() built (pass it no cqe), with the
  * REG_MR and LOCAL_INV WRs of rdma_rw's own MRs: each WR takes a cqe of the
  * slot here, so a flushed RDMA WRITE in the middle of a chain reaches
@@ -329,11 +268,10 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	struct ib_send_wr *first = NULL, **tail = &first, *last;
 	DECLARE_BITMAP(had_key, IB_SLOT_MAX_MRS);
 	DECLARE_BITMAP(mapped, IB_SLOT_MAX_MRS);
-	DECLARE_BITMAP(read_inv, IB_SLOT_MAX_MRS);
 	const struct ib_send_wr *bad;
 	u32 i, n = 0, inv = 0;
-	bool defer = false;
-	int ret, mr;
+	bool defer;
+	int ret;
 
 	if (ib_slot_misuse(pool, !test_bit(IB_SLOT_F_IN_USE, &slot->flags)))
 		return -EINVAL;
@@ -343,7 +281,6 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 
 	bitmap_copy(mapped, slot->mapped, IB_SLOT_MAX_MRS);
 	bitmap_zero(had_key, IB_SLOT_MAX_MRS);
-	bitmap_zero(read_inv, IB_SLOT_MAX_MRS);
 	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS) {
 		struct ib_slot_mr *smr = &slot->mrs[i];
 
@@ -353,17 +290,14 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 			inv++;
 		}
 		ib_slot_chain(pool, &tail, &smr->reg_wr.wr, &n);
-		defer |= i < pool->profile.nr_rkey_mrs;
 	}
-	defer &= pool->profile.fence_retires_post &&
-		 !READ_ONCE(pool->peer_inv);
+	/* Every MR of a slot is an rkey MR. */
+	defer = !bitmap_empty(mapped, IB_SLOT_MAX_MRS) &&
+		pool->profile.fence_retires_post && !READ_ONCE(pool->peer_inv);
 	/* ib_slot_map_mr() stamped the MR WRs already. */
 	for (*tail = wr; wr; wr = wr->next) {
 		u32 units;
 
-		mr = ib_slot_read_inv(slot, wr, mapped);
-		if (mr >= 0)
-			__set_bit(mr, read_inv);
 		units = ib_slot_wr_units(pool, wr);
 		if (ib_slot_misuse(pool, !units ||
 				   !ib_slot_wr_fits(slot->sqp, wr)))
@@ -405,11 +339,10 @@ int ib_slot_post(struct ib_slot *slot, struct ib_send_wr *wr)
 	 * Everything of the post is written before the doorbell: its
 	 * completion may run done(), and done() put the slot for its next
 	 * owner, before ib_post_send() returns.  A registered MR is valid
-	 * until invalidated; a READ_WITH_INV sink, once its READ completes
-	 * (ib_slot_wc_done() says otherwise if it does not).
+	 * until invalidated.
 	 */
 	for_each_set_bit(i, mapped, IB_SLOT_MAX_MRS)
-		slot->mrs[i].mr->need_inval = !test_bit(i, read_inv);
+		slot->mrs[i].mr->need_inval = true;
 	slot->status = IB_WC_SUCCESS;
 	slot->sq_used += n;
 	bitmap_zero(slot->mapped, IB_SLOT_MAX_MRS);
@@ -551,15 +484,6 @@ void ib_slot_wc_aux(struct ib_cq *cq, struct ib_wc *wc)
 	ib_slot_wc_error(&slot->status, wc);
 }
 
-/* Invalidate the slot's lkey MRs before their next registration. */
-static void ib_slot_lkeys_valid(struct ib_slot *slot)
-{
-	unsigned int i;
-
-	for (i = slot->pool->profile.nr_rkey_mrs; i < slot->nr_mrs; i++)
-		slot->mrs[i].mr->need_inval = true;
-}
-
 /* The post of @slot is over: @wc completed its tail, or retired it. */
 static void ib_slot_retire(struct ib_slot *slot, const struct ib_wc *wc)
 {
@@ -576,9 +500,6 @@ static void ib_slot_retire(struct ib_slot *slot, const struct ib_wc *wc)
 		first.status = slot->status;
 		wc = &first;
 	}
-	/* A failed READ_WITH_INV may leave its sink valid. */
-	if (unlikely(slot->status != IB_WC_SUCCESS) && slot->pool->read_inv)
-		ib_slot_lkeys_valid(slot);
 	/*
 	 * done() may post again, or put the slot if no fence is armed; the
 	 * count stays, so that a fence never runs before done() returns.

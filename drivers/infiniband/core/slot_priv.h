@@ -65,8 +65,6 @@ struct ib_slot_pool {
 	enum ib_slot_policy	policy;
 	bool			indexed;
 	bool			resume_in_work;
-	/* iWARP: a READ into an lkey MR invalidates it (READ_WITH_INV). */
-	bool			read_inv;
 	/* The peer invalidated an rkey: posts stop leaving it to the fence. */
 	bool			peer_inv;
 	bool			dying;
@@ -197,12 +195,6 @@ static inline struct ib_slot *ib_slot_at(struct ib_slot_pool *pool, u32 tag)
 				      atomic_read(&__p->avail),		\
 				      atomic_read(&__p->nr_waiters));	\
 	} while (0)
-
-/* The MRs a slot of @p owns: rdma_rw's lkey MRs are the QP's. */
-static inline u32 ib_slot_own_mrs(const struct ib_slot_profile *p)
-{
-	return p->nr_rkey_mrs + (p->rw_mrs ? 0 : p->nr_lkey_mrs);
-}
 
 /* slot.c */
 struct ib_mr *ib_slot_new_mr(struct ib_slot_pool *pool, bool pi);

@@ -924,24 +924,40 @@ static void ib_slot_cost_rules(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cost.rqes, c->cost.rqes);
 }
 
-/* Build the largest chain a profile allows, minus what post adds itself. */
+/*
+ * Build the largest chain a profile allows, minus what post adds itself:
+ * for each lkey MR, the [LOCAL_INV][REG_MR] rdma_rw_ctx_wrs() puts in
+ * front of the RDMA it serves (@regs holds the REG_MRs), then the RDMA WRs
+ * and the sends.
+ */
 static int build_chain(const struct ib_slot_profile *p, struct ib_send_wr *wrs,
-		       int max)
+		       struct ib_reg_wr *regs, int max)
 {
 	u32 sge = max(p->max_send_sge, 1U);
-	int n = p->nr_lkey_mrs + DIV_ROUND_UP(p->max_rdma_sges, sge) +
-		p->nr_sends;
+	int n = 2 * p->nr_lkey_mrs + p->nr_lkey_mrs +
+		DIV_ROUND_UP(p->max_rdma_sges, sge) + p->nr_sends;
+	struct ib_send_wr *head, *wr, **tail = &head;
 	int i;
 
 	n = min(n, max);
 	for (i = 0; i < n; i++) {
-		memset(&wrs[i], 0, sizeof(wrs[i]));
-		wrs[i].opcode = i == n - 1 && p->nr_sends ? IB_WR_SEND :
-				IB_WR_RDMA_WRITE;
+		if (i < 2 * p->nr_lkey_mrs && (i & 1)) {
+			memset(&regs[i / 2], 0, sizeof(regs[i / 2]));
+			wr = &regs[i / 2].wr;
+			wr->opcode = IB_WR_REG_MR;
+		} else {
+			wr = &wrs[i];
+			memset(wr, 0, sizeof(*wr));
+			wr->opcode = i < 2 * p->nr_lkey_mrs ? IB_WR_LOCAL_INV :
+				     i == n - 1 && p->nr_sends ? IB_WR_SEND :
+				     IB_WR_RDMA_WRITE;
+		}
 		/* ULPs leave flags as they like: post must fix them. */
-		wrs[i].send_flags = i & 1 ? IB_SEND_SIGNALED : 0;
-		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+		wr->send_flags = i & 1 ? IB_SEND_SIGNALED : 0;
+		*tail = wr;
+		tail = &wr->next;
 	}
+	*tail = NULL;
 	return n;
 }
 
@@ -955,16 +971,21 @@ static void map_all(struct kunit *test, struct ib_slot *slot,
 						     IB_ACCESS_REMOTE_READ), 1);
 }
 
+static void test_ports(struct kunit *test);
+static struct ib_slot_qp *test_rw_qp(struct kunit *test, u32 nr_slots);
+
 /*
  * For every valid profile: fill a QP sized by the core with worst-case
  * chains (second use, so every MR is invalidated and registered again).
- * The fake Send Queue must end exactly full and never overflow.
+ * The fake Send Queue must end exactly full and never overflow.  lkey MRs
+ * are rdma_rw's: the QP is sized as rdma_rw_init_qp() sizes it.
  */
 static void ib_slot_chain_fits(struct kunit *test)
 {
 	const struct cost_case *c = test->param_value;
 	struct test_env *env = test->priv;
 	struct ib_send_wr (*wrs)[40];
+	struct ib_reg_wr (*regs)[20];
 	struct ib_slot *slots[4];
 	struct scatterlist sg;
 	struct ib_slot_qp *sqp;
@@ -975,9 +996,13 @@ static void ib_slot_chain_fits(struct kunit *test)
 		kunit_skip(test, "profile posts no Send WR");
 	wrs = kunit_kcalloc(test, 4, sizeof(*wrs), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, wrs);
+	regs = kunit_kcalloc(test, 4, sizeof(*regs), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, regs);
 	sg_init_one(&sg, env, 64);
+	if (c->profile.nr_lkey_mrs)
+		test_ports(test);
 	test_pool(test, &c->profile, 4, IB_SLOT_NO_EXHAUST);
-	sqp = test_qp(test, 0, 4);
+	sqp = c->profile.nr_lkey_mrs ? test_rw_qp(test, 4) : test_qp(test, 0, 4);
 	fqp = to_fqp(env->qp[0]);
 
 	for (round = 0; round < 2; round++) {
@@ -987,7 +1012,7 @@ static void ib_slot_chain_fits(struct kunit *test)
 			KUNIT_ASSERT_NOT_NULL(test, slots[i]);
 		}
 		for (i = 0; i < 4; i++) {
-			int n = build_chain(&c->profile, wrs[i], 40);
+			int n = build_chain(&c->profile, wrs[i], regs[i], 40);
 
 			map_all(test, slots[i], &sg);
 			KUNIT_ASSERT_EQ(test, ib_slot_post(slots[i],
@@ -1006,8 +1031,10 @@ static void ib_slot_chain_fits(struct kunit *test)
 			ib_slot_put(slots[i]);
 		}
 	}
+	/* The rkey MRs' second registrations; the chains' own, twice. */
 	KUNIT_EXPECT_EQ(test, env->fdev->posted_inv,
-			4 * (c->profile.nr_rkey_mrs + c->profile.nr_lkey_mrs));
+			4 * (c->profile.nr_rkey_mrs +
+			     2 * c->profile.nr_lkey_mrs));
 	KUNIT_EXPECT_EQ(test, env->fdev->cq_overflow, 0);
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), fqp->cap - 1);
 }
@@ -2209,38 +2236,6 @@ static void ib_slot_provider_units(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ib_slot_qp_credits(sqp), 24);
 }
 
-/* RDMA READ sinks take an MR on iWARP, and past max_sgl_rd, as in rdma_rw. */
-static void ib_slot_rdma_mr_decision(struct kunit *test)
-{
-	static const struct ib_slot_profile p = {
-		.nr_lkey_mrs = 1, .max_pages_per_mr = 16, .max_rdma_sges = 4,
-		.max_send_sge = 4, .nr_sends = 1,
-	};
-	struct test_env *env = test->priv;
-	struct ib_slot_qp *sqp;
-	struct ib_slot *slot;
-	bool needs;
-
-	env->fdev->ibdev.attrs.max_sgl_rd = 4;
-	test_pool(test, &p, 1, IB_SLOT_NO_EXHAUST);
-	sqp = test_qp(test, 0, 1);
-	slot = ib_slot_get(sqp);
-	KUNIT_ASSERT_NOT_NULL(test, slot);
-	needs = ib_slot_rdma_needs_mr(slot, DMA_FROM_DEVICE, 4);
-	KUNIT_EXPECT_FALSE(test, needs);
-	needs = ib_slot_rdma_needs_mr(slot, DMA_FROM_DEVICE, 5);
-	KUNIT_EXPECT_TRUE(test, needs);
-	needs = ib_slot_rdma_needs_mr(slot, DMA_TO_DEVICE, 64);
-	KUNIT_EXPECT_FALSE(test, needs);
-	env->fdev->ibdev.node_type = RDMA_NODE_RNIC;
-	needs = ib_slot_rdma_needs_mr(slot, DMA_FROM_DEVICE, 1);
-	KUNIT_EXPECT_TRUE(test, needs);
-	needs = ib_slot_rdma_needs_mr(slot, DMA_TO_DEVICE, 1);
-	KUNIT_EXPECT_FALSE(test, needs);
-	env->fdev->ibdev.node_type = RDMA_NODE_IB_CA;
-	ib_slot_put(slot);
-}
-
 /* A slot of this profile posts three units: two RDMA WRITEs and a SEND. */
 static const struct ib_slot_profile two_writes = {
 	.max_rdma_sges = 2, .nr_sends = 1,
@@ -2557,7 +2552,7 @@ static void test_ports(struct kunit *test)
 
 /* Slots whose lkey MR is rdma_rw's: an RDMA READ sink and two WRITEs. */
 static const struct ib_slot_profile rw_lkey = {
-	.nr_lkey_mrs = 1, .rw_mrs = true, .max_pages_per_mr = 16,
+	.nr_lkey_mrs = 1, .max_pages_per_mr = 16,
 	.max_rdma_sges = 2, .nr_sends = 1,
 };
 
@@ -2565,20 +2560,19 @@ static const struct ib_slot_profile rw_lkey = {
  * A pool of rdma_rw's lkey MRs allocates none, and has the QP created with
  * an rdma_rw context per lkey MR and a Send Queue short of the slots' by
  * what rdma_rw_init_qp() adds for those contexts: the QP then holds exactly
- * the slots, as with the pool's own MRs.  On a device where rdma_rw does
+ * the slots.  On a device where rdma_rw does
  * not register (a context is one WR) and on one where it does (max_sgl_rd:
  * a REG_MR and a LOCAL_INV more, and an MR of the QP's per context).
  */
 static void ib_slot_rw_mrs_caps(struct kunit *test)
 {
-	struct ib_slot_profile own = rw_lkey;
 	struct test_env *env = test->priv;
-	struct ib_qp_init_attr attr, mine;
+	struct ib_qp_init_attr attr;
 	struct ib_send_wr (*wrs)[6];
 	struct ib_slot *slots[4];
 	struct ib_slot_cost cost;
 	struct ib_slot_qp *sqp;
-	u32 nr_cqe, own_cqe, mrs, full, rw;
+	u32 nr_cqe, mrs, full, rw;
 	struct fake_qp *fqp;
 	int round, i;
 
@@ -2590,20 +2584,10 @@ static void ib_slot_rw_mrs_caps(struct kunit *test)
 	/* LOCAL_INV, REG_MR and RDMA READ of the MR, two WRITEs, a SEND. */
 	KUNIT_ASSERT_EQ(test, cost.sqes, 6);
 	full = 4 * cost.sqes + 1;
-	own.rw_mrs = false;
 	for (round = 0; round < 2; round++) {
 		env->fdev->ibdev.attrs.max_sgl_rd = round ? 4 : 0;
 		rw = rdma_rw_max_send_wr(&env->fdev->ibdev, 1, 4, 0);
 		KUNIT_EXPECT_EQ(test, rw, round ? 3 * 4 : 4);
-
-		test_pool(test, &own, 4, IB_SLOT_NO_EXHAUST);
-		mine = (struct ib_qp_init_attr){ .qp_type = IB_QPT_RC,
-						 .port_num = 1 };
-		own_cqe = 0;
-		KUNIT_ASSERT_EQ(test, ib_slot_qp_caps(env->pool, 4, &mine,
-						      &own_cqe), 0);
-		KUNIT_EXPECT_EQ(test, mine.cap.max_send_wr, full);
-		KUNIT_EXPECT_EQ(test, mine.cap.max_rdma_ctxs, 0);
 
 		mrs = env->fdev->nr_mrs;
 		test_pool(test, &rw_lkey, 4, IB_SLOT_NO_EXHAUST);
@@ -2616,7 +2600,8 @@ static void ib_slot_rw_mrs_caps(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, attr.cap.max_rdma_ctxs, 4);
 		KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr + rw, full);
 		KUNIT_EXPECT_EQ(test, attr.cap.max_send_wr, full - rw);
-		KUNIT_EXPECT_EQ(test, nr_cqe, own_cqe);
+		/* The slots' completions, and the drain's Send and Receive. */
+		KUNIT_EXPECT_EQ(test, nr_cqe, 4 * cost.cqes + 2);
 
 		/* rdma_rw_init_qp() adds its room: the slots' exactly. */
 		fqp = test_qp_of(test, &attr, nr_cqe);
@@ -2871,7 +2856,7 @@ static void ib_slot_demand_rw_matches_rdma_rw(struct kunit *test)
 }
 
 static const struct ib_slot_profile rw_two_mrs = {
-	.nr_lkey_mrs = 2, .rw_mrs = true, .max_pages_per_mr = 16,
+	.nr_lkey_mrs = 2, .max_pages_per_mr = 16,
 	.max_rdma_sges = 2, .nr_sends = 1,
 };
 
@@ -4015,105 +4000,6 @@ static void ib_slot_stress_tag_cache(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, ib_slot_get(race.sqp));
 	for (i = 0; i < RACE_SLOTS; i++)
 		ib_slot_put(all[i]);
-}
-
-/* A slot whose RDMA READ sink is its lkey MR. */
-static const struct ib_slot_profile read_sink = {
-	.nr_lkey_mrs = 1, .max_pages_per_mr = 16, .nr_sends = 1,
-};
-
-/*
- * One slot lifetime: get, a READ into the lkey MR mapped for it, its
- * completion or a flush, put.  Returns where its WRs start in the ring,
- * and in *@lkey the key of the sink.
- */
-static u32 read_sink_life(struct kunit *test, struct ib_slot_qp *sqp,
-			  bool flush, u32 *lkey)
-{
-	struct test_env *env = test->priv;
-	struct fake_qp *fqp = to_fqp(env->qp[0]);
-	struct ib_rdma_wr read = { .wr = { .opcode = IB_WR_RDMA_READ,
-					   .num_sge = 1 } };
-	u32 base = fqp->tail;
-	struct scatterlist sg;
-	struct ib_slot *slot;
-	struct ib_sge sge;
-
-	sg_init_one(&sg, env, 64);
-	slot = ib_slot_get(sqp);
-	KUNIT_ASSERT_NOT_NULL(test, slot);
-	map_all(test, slot, &sg);
-	*lkey = slot->mrs[0].mr->lkey;
-	sge = (struct ib_sge){ .lkey = *lkey, .length = 64 };
-	read.wr.sg_list = &sge;
-	KUNIT_EXPECT_EQ(test, ib_slot_post(slot, &read.wr), 0);
-	if (flush)
-		fake_fail(fqp, IB_WC_WR_FLUSH_ERR);
-	else
-		fake_complete_all(fqp);
-	test_poll(test);
-	ib_slot_put(slot);
-	return base;
-}
-
-/*
- * G4: on iWARP the peer can write into a READ sink until its MR is
- * invalidated, so the READ invalidates it as it completes (READ_WITH_INV,
- * as rdma_rw does), and the next registration needs no LOCAL_INV.  A
- * flushed READ may leave the MR valid: the next registration invalidates
- * it.  RoCE keeps the READ and invalidates on reuse.
- */
-static void ib_slot_iwarp_read_inv(struct kunit *test)
-{
-	struct test_env *env = test->priv;
-	struct ib_slot_qp *sqp;
-	struct fake_qp *fqp;
-	u32 base, inv, lkey;
-	int round;
-
-	env->fdev->ibdev.node_type = RDMA_NODE_RNIC;
-	test_pool(test, &read_sink, 1, IB_SLOT_NO_EXHAUST);
-	env->fdev->ibdev.node_type = RDMA_NODE_IB_CA;
-	sqp = test_qp(test, 0, 1);
-	fqp = to_fqp(env->qp[0]);
-
-	for (round = 0; round < 2; round++) {
-		inv = env->fdev->posted_inv;
-		base = read_sink_life(test, sqp, false, &lkey);
-		KUNIT_EXPECT_EQ(test, fqp->tail - base, 2);
-		KUNIT_EXPECT_EQ(test, fqp->ring[(base + 1) % fqp->cap].opcode,
-				IB_WR_RDMA_READ_WITH_INV);
-		KUNIT_EXPECT_EQ(test, fqp->ring[(base + 1) % fqp->cap].inv_rkey,
-				lkey);
-		KUNIT_EXPECT_EQ(test, env->fdev->posted_inv, inv);
-	}
-
-	read_sink_life(test, sqp, true, &lkey);
-	fqp->error = false;
-	base = read_sink_life(test, sqp, false, &lkey);
-	KUNIT_EXPECT_EQ(test, fqp->tail - base, 3);
-	KUNIT_EXPECT_EQ(test, fqp->ring[base % fqp->cap].opcode,
-			IB_WR_LOCAL_INV);
-}
-
-/* The same profile on RoCE: a plain READ, and a LOCAL_INV at reuse. */
-static void ib_slot_roce_read_keeps_mr(struct kunit *test)
-{
-	struct test_env *env = test->priv;
-	struct ib_slot_qp *sqp;
-	struct fake_qp *fqp;
-	u32 base, lkey;
-
-	test_pool(test, &read_sink, 1, IB_SLOT_NO_EXHAUST);
-	sqp = test_qp(test, 0, 1);
-	fqp = to_fqp(env->qp[0]);
-	read_sink_life(test, sqp, false, &lkey);
-	base = read_sink_life(test, sqp, false, &lkey);
-	KUNIT_EXPECT_EQ(test, fqp->tail - base, 3);
-	KUNIT_EXPECT_EQ(test, fqp->ring[base % fqp->cap].opcode,
-			IB_WR_LOCAL_INV);
-	KUNIT_EXPECT_EQ(test, fqp->ring[(base + 2) % fqp->cap].opcode,
-			IB_WR_RDMA_READ);
 }
 
 /* ---- two CPUs: waiters, grants, cancels and puts over two pools ---- */
@@ -5580,7 +5466,6 @@ static struct kunit_case ib_slot_test_cases[] = {
 	KUNIT_CASE(ib_slot_retired_post_peer_inv),
 	KUNIT_CASE(ib_slot_reuse_after_flush),
 	KUNIT_CASE(ib_slot_provider_units),
-	KUNIT_CASE(ib_slot_rdma_mr_decision),
 	KUNIT_CASE(ib_slot_join_posts_once),
 	KUNIT_CASE(ib_slot_demand_units),
 	KUNIT_CASE(ib_slot_rw_mrs_caps),
@@ -5621,8 +5506,6 @@ static struct kunit_case ib_slot_api_test_cases[] = {
 	KUNIT_CASE(ib_slot_qp_costs_as_asked),
 	KUNIT_CASE(ib_slot_qp_cannot_post),
 	KUNIT_CASE(ib_slot_create_fail_nth),
-	KUNIT_CASE(ib_slot_iwarp_read_inv),
-	KUNIT_CASE(ib_slot_roce_read_keeps_mr),
 	{}
 };
 

@@ -729,7 +729,6 @@ static void rsk_slot_round_trip(struct kunit *test)
 	KUNIT_EXPECT_NE(test, rkey, ib_slot_rkey(ts, 0));
 
 	is = rsk_get(ctx, a);
-	KUNIT_EXPECT_FALSE(test, ib_slot_rdma_needs_mr(is, DMA_FROM_DEVICE, 1));
 	sge.addr = back->dma;
 	rsk_rdma_wr(&rdma, IB_WR_RDMA_READ, &sge, ts);
 	rdma.wr.next = NULL;
@@ -1013,7 +1012,6 @@ static void rsk_slot_rw_qp_caps(struct kunit *test)
 {
 	static const struct ib_slot_profile rw = {
 		.nr_lkey_mrs = 1,
-		.rw_mrs = true,
 		.max_pages_per_mr = RSK_PAGES,
 		.max_rdma_sges = 1,
 		.nr_sends = 1,

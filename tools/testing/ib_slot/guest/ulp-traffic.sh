@@ -22,9 +22,9 @@ step "checks"
 check_eq "requests verified" "$(ex_stat client_verified)" $((CONNS * REQS))
 check_eq "bad or aborted" $(($(ex_stat client_bad) + $(ex_stat client_aborted) + $(ex_stat server_bad))) 0
 check_eq "server waits (pool never short)" "$(ex_stat server_waits)" 0
-check_eq "READ sinks through an lkey MR on rxe" "$(ex_stat server_read_mr)" 0
+check_eq "READ sinks through an MR on rxe" "$(ex_stat server_read_mr)" 0
 [ "$(ex_stat server_read_sge)" -gt 0 ] || fail "no RDMA READ took the direct-SGE path"
-log "READ sink: $(ex_stat server_read_sge) direct SGE, $(ex_stat server_read_mr) lkey MR"
+log "READ sink: $(ex_stat server_read_sge) direct SGE, $(ex_stat server_read_mr) MR"
 check_eq "rkeys invalidated by the server's SEND_WITH_INV" "$(sum_pools client remote_inv)" $((CONNS * REQS))
 ulp_check_balances
 

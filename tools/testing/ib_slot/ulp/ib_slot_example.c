@@ -703,8 +703,13 @@ static void ex_server_exec(struct ex_recv *cmd)
 	} else {
 		cmd->rdma.wr.opcode = IB_WR_RDMA_READ;
 		cmd->state = EX_CMD_READING;
-		/* iWARP needs the READ sink registered for remote write. */
-		if (ib_slot_rdma_needs_mr(slot, DMA_FROM_DEVICE, 1)) {
+		/*
+		 * iWARP needs the READ sink registered for remote write, as
+		 * rdma_rw does it.  The sink is this tag's buffer, the
+		 * server's for good: its STag stays valid until the MR's
+		 * next registration invalidates it.
+		 */
+		if (rdma_protocol_iwarp(ex.dev, cmd->conn->cm_id->port_num)) {
 			if (ib_slot_map_mr(slot, 0, sg, 1, NULL,
 					   IB_ACCESS_LOCAL_WRITE |
 					   IB_ACCESS_REMOTE_WRITE) != 1)
@@ -1276,7 +1281,7 @@ static int ex_server_start(void)
 		.policy = IB_SLOT_BACKPRESSURE,
 		.profile = {
 			/* The READ sink MR: needed on iWARP only. */
-			.nr_lkey_mrs = 1,
+			.nr_rkey_mrs = 1,
 			.max_pages_per_mr = ex_pages(),
 			.max_rdma_sges = 1,
 			.nr_sends = 1,
