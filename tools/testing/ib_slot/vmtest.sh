@@ -12,7 +12,7 @@
 #   first get a "build/ulp" step that builds the example ULP they load.
 # env: LOGDIR     where <name>.log (console) and <name>.out/ (the guest's
 #                 /run/out) go; default: a new directory under ${TMPDIR:-/tmp}
-#      VM_TIMEOUT per-test limit in seconds (default 300; 900 for DEBUG=1,
+#      VM_TIMEOUT per-test limit in seconds (default 300; 1800 for DEBUG=1,
 #                 whose KASAN guests run about three times slower)
 #      VM_ARGS    more kernel arguments for every VM, space separated
 #                 (e.g. IB_SLOT_ALLOW_SPLAT=1)
@@ -68,7 +68,7 @@ for n in "${names[@]}"; do
 	verdict $? build/ulp "$(since "$t0") s"
 	break
 done
-vm_timeout=${VM_TIMEOUT:-$([ "$FLAVOUR" = debug ] && echo 900 || echo 300)}
+vm_timeout=${VM_TIMEOUT:-$([ "$FLAVOUR" = debug ] && echo 1800 || echo 300)}
 # run_one <name>: one test in a fresh VM; leaves "<status> <seconds>" in
 # <name>.rc for the loop below.
 run_one() {
