@@ -75,14 +75,17 @@ for p in "${want[@]}"; do
 	done
 done
 
-# Push the rest, recording each patch as it lands.
+# Push the rest, recording each patch as it lands.  No fuzz: "git am" of
+# the mailed series takes none, so a patch quilt applies only with fuzz
+# would not apply for a reviewer (refresh it).  Offsets are fine.
 printf '%s\n' "${want[@]}" > "$QUILT_SERIES"
 head -n "$keep" "$stamp" > "$stamp.new" || true
 mv "$stamp.new" "$stamp"
 i=$keep
 while [ $i -lt ${#want[@]} ]; do
 	p=${want[$i]}
-	quilt push -q "$p" >/dev/null || die "patch $p does not apply"
+	quilt push -q --fuzz=0 "$p" >/dev/null ||
+		die "patch $p does not apply without fuzz (quilt refresh it)"
 	echo "$p $(sha1sum "patches/$p" | cut -c1-40)" >> "$stamp"
 	i=$((i + 1))
 done
