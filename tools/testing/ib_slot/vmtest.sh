@@ -72,12 +72,18 @@ vm_timeout=${VM_TIMEOUT:-$([ "$FLAVOUR" = debug ] && echo 1800 || echo 300)}
 # run_one <name>: one test in a fresh VM; leaves "<status> <seconds>" in
 # <name>.rc for the loop below.
 run_one() {
-	local n=$1 t0 rc
+	local n=$1 t0 rc try
 	t0=$(now)
-	rm -rf "$LOGDIR/$n.out"
-	"$TOOLS/vm/run.sh" -t "$vm_timeout" -o "$LOGDIR/$n.out" ${kargs[@]+"${kargs[@]}"} \
-		"$GUEST/$n.sh" > "$LOGDIR/$n.log" 2>&1 < /dev/null
-	rc=$?
+	for try in 1 2; do
+		rm -rf "$LOGDIR/$n.out"
+		"$TOOLS/vm/run.sh" -t "$vm_timeout" -o "$LOGDIR/$n.out" ${kargs[@]+"${kargs[@]}"} \
+			"$GUEST/$n.sh" > "$LOGDIR/$n.log" 2>&1 < /dev/null
+		rc=$?
+		# The guest hung before its script started: nothing was
+		# tested, so boot it once more; the hung console is kept.
+		[ $rc = 75 ] && [ $try = 1 ] || break
+		mv "$LOGDIR/$n.log" "$LOGDIR/$n.boot-hang.log"
+	done
 	[ $rc = 0 ] && tr -d '\r' < "$LOGDIR/$n.log" | grep -q -x "RESULT $n PASS"
 	echo "$? $(since "$t0")" > "$LOGDIR/$n.rc"
 }

@@ -13,9 +13,11 @@
 #   -a  one more kernel command line argument (repeatable)
 # Without a script: an interactive shell on the console (Ctrl-A X quits QEMU).
 # The exit status is the guest script's, from its IB_SLOT_EXIT= line; 124
-# when the time ran out, 125 when the VM stopped without that line.
+# when the time ran out, 125 when the VM stopped without that line, 75 when
+# the guest had not started its script BOOT_TIMEOUT s after QEMU did.
 # env: QEMU_ICOUNT=1 adds -icount shift=0 (deterministic instruction timing),
-#      SMP (2), MEM (2048 MiB), QEMU_EXTRA (more QEMU arguments, split on spaces)
+#      SMP (2), MEM (2048 MiB), QEMU_EXTRA (more QEMU arguments, split on spaces),
+#      BOOT_TIMEOUT (120)
 set -u
 . "$(dirname "$0")/../lib.sh"
 
@@ -115,6 +117,22 @@ qpid=$!
 # tail checks for QEMU's exit once per -s interval (default 1 s).
 tail -n +1 -f -s 0.1 --pid="$qpid" "$log" &
 tpid=$!
+# A guest that hung in its kernel's boot (seen once in some 600 boots
+# under TCG: a vCPU whose timer never fired, RCU stall reports and
+# nothing else) is stopped early and reported as such, so that the
+# caller can tell it from a test that failed.
+boot_s=${BOOT_TIMEOUT:-120}
+rm -f "$outdir/.boot-hang"
+(
+	for ((i = 0; i < boot_s; i++)); do
+		sleep 1
+		kill -0 "$qpid" 2>/dev/null || exit 0
+		grep -q -a 'init done' "$log" && exit 0
+	done
+	: > "$outdir/.boot-hang"
+	kill "$qpid" 2>/dev/null
+) &
+wpid=$!
 stopped=
 trap 'stopped=1; kill "$qpid" 2>/dev/null' INT TERM HUP
 while :; do
@@ -123,12 +141,17 @@ while :; do
 	kill -0 "$qpid" 2>/dev/null || break
 done
 wait "$tpid"
+kill "$wpid" 2>/dev/null
+wait "$wpid" 2>/dev/null
 trap - INT TERM HUP
 
 line=$(tr -d '\r' < "$log" | grep -a -E '^IB_SLOT_EXIT=[0-9]+$' | tail -n 1)
 if [ -n "$stopped" ]; then
 	say "interrupted"
 	rc=130
+elif [ -f "$outdir/.boot-hang" ]; then
+	say "boot hang: the guest had not started its script after $boot_s s"
+	rc=75
 elif [ -n "$line" ]; then
 	rc=${line#IB_SLOT_EXIT=}
 elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
