@@ -746,6 +746,23 @@ static void rsk_slot_round_trip(struct kunit *test)
 }
 
 /*
+ * @rdma's rkey is dead: the WRITE, posted on @qp, fails at the responder
+ * and leaves @dst, zeroed by the caller, as it was.
+ */
+static void rsk_write_refused(struct rsk_ctx *ctx, struct ib_qp *qp,
+			      struct ib_rdma_wr *rdma, struct rsk_counter *wrote,
+			      struct rsk_buf *dst)
+{
+	struct kunit *test = ctx->test;
+	int n = atomic_read(&wrote->n) + 1;
+
+	KUNIT_ASSERT_EQ(test, 0, ib_post_send(qp, &rdma->wr, NULL));
+	KUNIT_ASSERT_TRUE(test, rsk_wait(ctx, &wrote->n, n));
+	KUNIT_EXPECT_EQ(test, wrote->last.status, IB_WC_REM_ACCESS_ERR);
+	KUNIT_EXPECT_NULL(test, memchr_inv(dst->va, 0, RSK_BUF_SIZE));
+}
+
+/*
  * The rkey a slot registered works until ib_slot_fence() says it is dead,
  * and not after: an RDMA WRITE with it then fails at the responder.
  */
@@ -783,10 +800,7 @@ static void rsk_slot_local_inv(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, ts->mrs[0].mr->need_inval);
 
 	memset(dst->va, 0, RSK_BUF_SIZE);
-	KUNIT_ASSERT_EQ(test, 0, ib_post_send(a->qp, &rdma.wr, NULL));
-	KUNIT_ASSERT_TRUE(test, rsk_wait(ctx, &wrote.n, 2));
-	KUNIT_EXPECT_EQ(test, wrote.last.status, IB_WC_REM_ACCESS_ERR);
-	KUNIT_EXPECT_NULL(test, memchr_inv(dst->va, 0, RSK_BUF_SIZE));
+	rsk_write_refused(ctx, a->qp, &rdma, &wrote, dst);
 	rsk_put(ctx, ts);
 }
 
@@ -829,10 +843,7 @@ static void rsk_slot_fence_flushed(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, rsk_wait(ctx, &ctx->fenced, 1));
 	rsk_put(ctx, ts);
 
-	KUNIT_ASSERT_EQ(test, 0, ib_post_send(c->qp, &rdma.wr, NULL));
-	KUNIT_ASSERT_TRUE(test, rsk_wait(ctx, &wrote.n, 1));
-	KUNIT_EXPECT_EQ(test, wrote.last.status, IB_WC_REM_ACCESS_ERR);
-	KUNIT_EXPECT_NULL(test, memchr_inv(dst->va, 0, RSK_BUF_SIZE));
+	rsk_write_refused(ctx, c->qp, &rdma, &wrote, dst);
 }
 
 /* A target's reply: two rdma_rw contexts of RDMA WRITE and a SEND. */
